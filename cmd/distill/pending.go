@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+)
+
+// The commands whose issue has not landed yet. To land one, delete its
+// constructor here and write it, same name, in its own file (data.go, ...).
+
+// Issues, as "number: title" for the not-implemented message.
+const (
+	issueFoundation = "2: the distill binary, the data layer and BM25 retrieval"
+	issueRollout    = "3: the S2G loop and distill rollout"
+	issueLabel      = "4: distill label and distill filter"
+	issueTrain      = "5: distill train, SFT export and LoRA fine-tuning"
+	issueBench      = "6: distill bench, the judge evaluated inside the full loop"
+)
+
+func dataCommand() *cli.Command {
+	return pendingCommand("data", "import datasets and corpora, synthesise the sample, show rows", issueFoundation)
+}
+
+func indexCommand() *cli.Command {
+	return pendingCommand("index", "build a BM25 index over a corpus", issueFoundation)
+}
+
+func searchCommand() *cli.Command {
+	return pendingCommand("search", "search an index, one query or a batch", issueFoundation)
+}
+
+func rolloutCommand() *cli.Command {
+	return pendingCommand("rollout", "run the S2G loop with the base judge and record every state", issueRollout)
+}
+
+func labelCommand() *cli.Command {
+	return pendingCommand("label", "have a teacher model label the recorded states", issueLabel)
+}
+
+func filterCommand() *cli.Command {
+	return pendingCommand("filter", "keep the teacher labels that agree with retrieval truth", issueLabel)
+}
+
+func trainCommand() *cli.Command {
+	return pendingCommand("train", "fine-tune the judge with LoRA on the filtered labels", issueTrain)
+}
+
+func benchCommand() *cli.Command {
+	return pendingCommand("bench", "evaluate the judge inside the full loop: EM, F1, calibration, ablations", issueBench)
+}
+
+// pendingCommand returns a command that is listed in --help but, when run,
+// only says it is not implemented yet and which issue (as "N: title")
+// tracks it, on stderr, and exits 2.
+func pendingCommand(name, usage, issue string) *cli.Command {
+	return &cli.Command{
+		Name:  name,
+		Usage: usage + " (not implemented yet)",
+		// Whatever flags and arguments come, the answer is the same.
+		SkipFlagParsing: true,
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.ErrWriter, "distill %s: not implemented yet (tracked in issue %s)\n", name, issue)
+			return &exitError{code: exitUsage} // told already
+		},
+	}
+}

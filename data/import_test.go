@@ -1,0 +1,364 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// errorOutcomes summarises the bad records an import reports.
+func errorOutcomes(errs []*RecordError) []outcome {
+	var out []outcome
+	for _, e := range errs {
+		out = append(out, outcomeOf(e.File, "", e))
+	}
+	return out
+}
+
+func TestImport(t *testing.T) {
+	tests := []struct {
+		name       string
+		opts       ImportOptions
+		want       ImportResult // paths are filled in by the test
+		wantErrors []outcome
+		wantCorpus []string // titles of the passages written, in order
+	}{
+		{
+			name:       "hotpotqa context paragraphs",
+			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA},
+			want:       ImportResult{Questions: 3, Passages: 5, DuplicatePassages: 3, UnresolvedFacts: 1, QuestionsWithAllGoldTitles: 3},
+			wantCorpus: []string{"Ada Lovelace", "London", "Paris", "Berlin", "Rome"},
+		},
+		{
+			name:       "hotpotqa with a separate corpus",
+			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus_list.json", CorpusFormat: CorpusJSONList},
+			want:       ImportResult{Questions: 3, Passages: 3, UnresolvedFacts: 1, QuestionsWithAllGoldTitles: 2},
+			wantCorpus: []string{"London", "Paris", "Berlin"},
+		},
+		{
+			name: "flashrag without a corpus",
+			opts: ImportOptions{In: "testdata/flashrag.jsonl", Format: QuestionsFlashRAG, Dataset: "2wikimultihopqa"},
+			want: ImportResult{Questions: 3},
+		},
+		{
+			name: "skip bad questions",
+			opts: ImportOptions{In: "testdata/hotpotqa_bad.jsonl", Format: QuestionsHotpotQA, SkipBad: true},
+			want: ImportResult{Questions: 2, Passages: 2, BadRecords: 6, QuestionsWithAllGoldTitles: 2},
+			wantErrors: []outcome{
+				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+				{Index: 2, Line: 4, Field: "question", Reason: "got JSON number, want string"},
+				{Index: 3, Line: 5, Field: "paragraphs", Reason: "hotpotqa format: unknown field"},
+				{Index: 4, Line: 6, Field: "question", Reason: "missing or empty"},
+				{Index: 5, Line: 7, Field: "supporting_facts", Reason: `fact 0: title "B" is not in the context`},
+				{Index: 6, Line: 8, Field: "supporting_facts", Reason: "fact 0: want [title, sentence index]: element 1: got JSON string, want integer"},
+			},
+			wantCorpus: []string{"Ada Lovelace", "Paris"},
+		},
+		{
+			name: "repeated question id",
+			opts: ImportOptions{In: "testdata/hotpotqa_dup.jsonl", Format: QuestionsHotpotQA, SkipBad: true},
+			want: ImportResult{Questions: 2, Passages: 2, BadRecords: 1, QuestionsWithAllGoldTitles: 2},
+			wantErrors: []outcome{
+				{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
+			},
+			wantCorpus: []string{"Paris", "Rome"},
+		},
+		{
+			name: "skip bad passages",
+			opts: ImportOptions{In: "testdata/flashrag.jsonl", Format: QuestionsFlashRAG, Corpus: "testdata/corpus_bad.jsonl", CorpusFormat: CorpusJSONL, SkipBad: true},
+			want: ImportResult{Questions: 3, Passages: 2, BadRecords: 5},
+			wantErrors: []outcome{
+				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+				{Index: 2, Line: 3, Field: "text", Reason: "missing or empty"},
+				{Index: 3, Line: 4, Field: "id", Reason: "missing or empty"},
+				{Index: 4, Line: 5, Field: "contents", Reason: "jsonl format: unknown field"},
+				{Index: 5, Line: 6, Field: "id", Reason: "want a string or a number"},
+			},
+			wantCorpus: []string{"London", "Rome"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			opts := tt.opts
+			opts.Out = out
+			opts.Logger = testLogger(t)
+			got, err := Import(t.Context(), opts)
+			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			want := tt.want
+			want.QuestionsPath = filepath.Join(out, QuestionsFile)
+			wantFiles := []string{QuestionsFile}
+			if tt.wantCorpus != nil {
+				want.CorpusPath = filepath.Join(out, CorpusFile)
+				wantFiles = []string{CorpusFile, QuestionsFile}
+			}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(ImportResult{}, "Errors")); diff != "" {
+				t.Errorf("result mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantErrors, errorOutcomes(got.Errors)); diff != "" {
+				t.Errorf("reported errors mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(wantFiles, dirNames(t, out)); diff != "" {
+				t.Errorf("output files mismatch (-want +got):\n%s", diff)
+			}
+			questions, err := ReadParquet[Question](got.QuestionsPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(questions) != tt.want.Questions {
+				t.Errorf("got %d questions in %s, want %d", len(questions), got.QuestionsPath, tt.want.Questions)
+			}
+			if tt.wantCorpus == nil {
+				return
+			}
+			passages, err := ReadParquet[Passage](got.CorpusPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var titles []string
+			for _, p := range passages {
+				titles = append(titles, p.Title)
+			}
+			if diff := cmp.Diff(tt.wantCorpus, titles); diff != "" {
+				t.Errorf("corpus titles mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestImportWritesWhatReadersRead(t *testing.T) {
+	out := t.TempDir()
+	res, err := Import(t.Context(), ImportOptions{In: "testdata/2wiki.json", Format: Questions2Wiki, Out: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, _ := readExamples(t, "testdata/2wiki.json", Questions2Wiki)
+	var wantQuestions []Question
+	var wantPassages []Passage
+	seen := make(map[string]bool)
+	for _, ex := range examples {
+		wantQuestions = append(wantQuestions, ex.Question)
+		for _, p := range ex.Context {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				wantPassages = append(wantPassages, p)
+			}
+		}
+	}
+	questions, err := ReadParquet[Question](res.QuestionsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantQuestions, questions, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("questions mismatch (-want +got):\n%s", diff)
+	}
+	passages, err := ReadParquet[Passage](res.CorpusPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantPassages, passages, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("passages mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestImportFailsCleanly(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name       string
+		ctx        context.Context
+		opts       ImportOptions
+		wantRecord *outcome // the RecordError the import stops at, if any
+		wantErr    string
+	}{
+		{
+			name:       "bad question",
+			opts:       ImportOptions{In: "testdata/hotpotqa_bad.jsonl", Format: QuestionsHotpotQA},
+			wantRecord: &outcome{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+		},
+		{
+			name:       "repeated question id",
+			opts:       ImportOptions{In: "testdata/hotpotqa_dup.jsonl", Format: QuestionsHotpotQA},
+			wantRecord: &outcome{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
+		},
+		{
+			name:       "bad passage",
+			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus_bad.jsonl", CorpusFormat: CorpusJSONL},
+			wantRecord: &outcome{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+		},
+		{
+			name:    "broken question list",
+			opts:    ImportOptions{In: "testdata/hotpotqa_broken.json", Format: QuestionsHotpotQA, SkipBad: true},
+			wantErr: "testdata/hotpotqa_broken.json: record 1 (line 4): invalid JSON",
+		},
+		{
+			name:    "cancelled",
+			ctx:     cancelled,
+			opts:    ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA},
+			wantErr: "context canceled",
+		},
+		{
+			name:    "missing question file",
+			opts:    ImportOptions{In: "testdata/absent.json", Format: QuestionsHotpotQA},
+			wantErr: "testdata/absent.json: no such file or directory",
+		},
+		{
+			name:    "unknown question format",
+			opts:    ImportOptions{In: "testdata/hotpotqa.json", Format: "squad"},
+			wantErr: `unknown question format "squad"`,
+		},
+		{
+			name:    "corpus without a format",
+			opts:    ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus.jsonl"},
+			wantErr: `unknown corpus format ""`,
+		},
+		{
+			name:    "no input",
+			opts:    ImportOptions{Format: QuestionsHotpotQA},
+			wantErr: "no question file given",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = t.Context()
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			opts := tt.opts
+			opts.Out = out
+			opts.Logger = testLogger(t)
+			res, err := Import(ctx, opts)
+			if err == nil {
+				t.Fatal("Import: got no error, want one")
+			}
+			var recErr *RecordError
+			switch {
+			case tt.wantRecord != nil && !errors.As(err, &recErr):
+				t.Errorf("got %v, want a *RecordError", err)
+			case tt.wantRecord != nil:
+				if diff := cmp.Diff(*tt.wantRecord, outcomeOf(recErr.File, "", recErr)); diff != "" {
+					t.Errorf("record error mismatch (-want +got):\n%s", diff)
+				}
+			case !strings.Contains(err.Error(), tt.wantErr):
+				t.Errorf("got %q, want it to contain %q", err, tt.wantErr)
+			}
+			if res.QuestionsPath != "" || res.CorpusPath != "" {
+				t.Errorf("got output paths %q and %q, want none", res.QuestionsPath, res.CorpusPath)
+			}
+			if names, _ := filepath.Glob(filepath.Join(out, "*")); len(names) != 0 {
+				t.Errorf("got files %q left behind, want none", names)
+			}
+			if names, _ := filepath.Glob(filepath.Join(out, ".*")); len(names) != 0 {
+				t.Errorf("got temporary files %q left behind, want none", names)
+			}
+		})
+	}
+	t.Run("cancelled error is context.Canceled", func(t *testing.T) {
+		_, err := Import(cancelled, ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Out: t.TempDir()})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("got %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestImportReportsFirstErrorsOnly(t *testing.T) {
+	in := writeFile(t, "bad.jsonl", []byte(strings.Repeat("not json\n", maxReportedErrors+5)))
+	res, err := Import(t.Context(), ImportOptions{In: in, Format: QuestionsFlashRAG, Out: t.TempDir(), SkipBad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.BadRecords != maxReportedErrors+5 || len(res.Errors) != maxReportedErrors {
+		t.Errorf("got %d bad records and %d reported, want %d and %d", res.BadRecords, len(res.Errors), maxReportedErrors+5, maxReportedErrors)
+	}
+}
+
+func TestImportRealData(t *testing.T) {
+	tests := []struct {
+		name string
+		opts ImportOptions
+		want ImportResult // paths are not compared
+	}{
+		{
+			name: "hotpotqa",
+			opts: ImportOptions{In: "hotpotqa/hotpot_train_distractor_100.json", Format: QuestionsHotpotQA},
+			want: ImportResult{Questions: 100, Passages: 994, QuestionsWithAllGoldTitles: 100},
+		},
+		{
+			name: "musique with its corpus",
+			opts: ImportOptions{In: "musique/musique_train_100.json", Format: QuestionsMuSiQue,
+				Corpus: "musique/musique_train_corpus.json", CorpusFormat: CorpusJSONList},
+			want: ImportResult{Questions: 100, Passages: 1890, QuestionsWithAllGoldTitles: 100},
+		},
+		{
+			name: "musique context paragraphs",
+			opts: ImportOptions{In: "musique/musique_train_100.json", Format: QuestionsMuSiQue},
+			want: ImportResult{Questions: 100, Passages: 1890, DuplicatePassages: 110, QuestionsWithAllGoldTitles: 100},
+		},
+		{
+			name: "2wiki flashrag with its corpus",
+			opts: ImportOptions{In: "2wikimultihopqa/2wiki_dev_sample_40.jsonl", Format: QuestionsFlashRAG, Dataset: "2wikimultihopqa",
+				Corpus: "2wikimultihopqa/2wiki_corpus.jsonl", CorpusFormat: CorpusJSONL},
+			want: ImportResult{Questions: 40, Passages: 6119, QuestionsWithAllGoldTitles: 40},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.In = sharedData(t, opts.In)
+			if opts.Corpus != "" {
+				opts.Corpus = sharedData(t, opts.Corpus)
+			}
+			opts.Out = t.TempDir()
+			opts.Logger = testLogger(t)
+			got, err := Import(t.Context(), opts)
+			if err != nil {
+				t.Fatalf("Import: %v", err)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(ImportResult{}, "QuestionsPath", "CorpusPath")); diff != "" {
+				t.Errorf("result mismatch (-want +got):\n%s", diff)
+			}
+			questions, err := ReadParquet[Question](got.QuestionsPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			passages, err := ReadParquet[Passage](got.CorpusPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := make(map[string]bool)
+			titles := make(map[string]bool)
+			for _, p := range passages {
+				ids[p.ID] = true
+				titles[p.Title] = true
+			}
+			for _, q := range questions {
+				if q.Dataset == "" {
+					t.Errorf("question %s: got no dataset", q.ID)
+				}
+				for _, f := range q.SupportingFacts {
+					if !titles[f.Title] {
+						t.Errorf("question %s: supporting fact title %q is not in the corpus", q.ID, f.Title)
+					}
+				}
+				for _, id := range q.GoldDocIDs {
+					if !ids[id] {
+						t.Errorf("question %s: gold doc id %s is not in the corpus", q.ID, id)
+					}
+				}
+			}
+		})
+	}
+}

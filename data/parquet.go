@@ -1,0 +1,335 @@
+package data
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// Kind names what the rows of a parquet file distill writes are. It is kept
+// in the file's key/value metadata so that tools can tell files apart.
+type Kind string
+
+// The kinds of parquet files distill writes.
+const (
+	KindQuestions Kind = "questions"
+	KindCorpus    Kind = "corpus"
+)
+
+// Parquet key/value metadata keys, and the version of the layout written.
+const (
+	metaKind          = "distill.kind"
+	metaFormatVersion = "distill.format_version"
+	formatVersion     = "1"
+)
+
+// rowsPerRowGroup bounds the rows a writer buffers in memory before it
+// writes them out as a row group.
+const rowsPerRowGroup = 50_000
+
+// ParquetWriter writes rows of type T to a parquet file. Rows go to a
+// temporary file in the destination's directory, which Close renames into
+// place, so the destination never holds a partial file. It is not safe for
+// concurrent use.
+type ParquetWriter[T any] struct {
+	path string
+	tmp  *os.File
+	w    *parquet.GenericWriter[T]
+	rows int64
+	// done is set by the first Close or Abort; aborted tells which.
+	done    bool
+	aborted bool
+}
+
+// CreateParquet starts writing a parquet file of the given kind at path,
+// zstd-compressed. Call Close to commit it or Abort to drop it; deferring
+// Abort after a successful CreateParquet is safe.
+func CreateParquet[T any](path string, kind Kind) (*ParquetWriter[T], error) {
+	if kind == "" {
+		return nil, fmt.Errorf("create %s: empty parquet kind", path)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	w := parquet.NewGenericWriter[T](tmp,
+		parquet.Compression(&parquet.Zstd),
+		parquet.MaxRowsPerRowGroup(rowsPerRowGroup),
+		parquet.KeyValueMetadata(metaKind, string(kind)),
+		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),
+	)
+	return &ParquetWriter[T]{path: path, tmp: tmp, w: w}, nil
+}
+
+// Write appends rows.
+func (w *ParquetWriter[T]) Write(rows []T) error {
+	if w.done {
+		return fmt.Errorf("write %s: %w", w.path, os.ErrClosed)
+	}
+	n, err := w.w.Write(rows)
+	w.rows += int64(n)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// Rows returns the number of rows written so far.
+func (w *ParquetWriter[T]) Rows() int64 { return w.rows }
+
+// Close finishes the file, syncs it to disk and renames it into place. A
+// failed Close leaves nothing behind. Close after Close does nothing; Close
+// after Abort is an error.
+func (w *ParquetWriter[T]) Close() error {
+	if w.done {
+		if w.aborted {
+			return fmt.Errorf("close %s: writer was aborted", w.path)
+		}
+		return nil
+	}
+	w.done = true
+	err := w.w.Close()
+	if err == nil {
+		err = w.tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = w.tmp.Sync()
+	}
+	if cerr := w.tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(w.tmp.Name(), w.path)
+	}
+	if err != nil {
+		w.aborted = true
+		os.Remove(w.tmp.Name())
+		return fmt.Errorf("close %s: %w", w.path, err)
+	}
+	syncDir(filepath.Dir(w.path))
+	return nil
+}
+
+// Abort drops the file. It does nothing after Close or Abort.
+func (w *ParquetWriter[T]) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done, w.aborted = true, true
+	w.tmp.Close()
+	if err := os.Remove(w.tmp.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("abort %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// syncDir makes a rename durable. Not every platform can sync a
+// directory, and the file's own data is already synced, so failure is ignored.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// ParquetReader streams the rows of a parquet file as values of type T.
+// It is not safe for concurrent use.
+type ParquetReader[T any] struct {
+	path   string
+	f      *os.File
+	file   *parquet.File
+	r      *parquet.GenericReader[T]
+	closed bool
+}
+
+// OpenParquet opens a parquet file for reading rows of type T. Columns of
+// the file that T lacks are ignored; fields of T the file lacks are left zero.
+func OpenParquet[T any](path string) (*ParquetReader[T], error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err // *fs.PathError names the file
+	}
+	r := &ParquetReader[T]{path: path, f: f}
+	if err := r.open(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *ParquetReader[T]) open() (err error) {
+	r.file, err = openParquetFile(r.f, r.path)
+	if err != nil {
+		return err
+	}
+	// parquet-go panics instead of returning an error when the file's
+	// schema cannot be converted to T's.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("open parquet %s: %v", r.path, p)
+		}
+	}()
+	r.r = parquet.NewGenericReader[T](r.file)
+	return nil
+}
+
+// openParquetFile reads the footer of a parquet file.
+func openParquetFile(f *os.File, path string) (pf *parquet.File, err error) {
+	// parquet-go panics on some malformed files instead of returning an error.
+	defer func() {
+		if p := recover(); p != nil {
+			pf, err = nil, fmt.Errorf("open parquet %s: %v", path, p)
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("open parquet %s: %w", path, err)
+	}
+	pf, err = parquet.OpenFile(f, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("open parquet %s: %w", path, err)
+	}
+	return pf, nil
+}
+
+// Kind returns the kind stored in the file's metadata, empty if none.
+func (r *ParquetReader[T]) Kind() Kind {
+	k, _ := r.file.Lookup(metaKind)
+	return Kind(k)
+}
+
+// NumRows returns the number of rows in the file.
+func (r *ParquetReader[T]) NumRows() int64 { return r.file.NumRows() }
+
+// Read reads up to len(rows) rows into rows, like io.Reader: it returns the
+// number read and io.EOF at the end, possibly together with the last rows.
+// Rows it decodes into should be zero: their slices may be reused.
+func (r *ParquetReader[T]) Read(rows []T) (n int, err error) {
+	if r.closed {
+		return 0, fmt.Errorf("read %s: %w", r.path, os.ErrClosed)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			n, err = 0, fmt.Errorf("read parquet %s: %v", r.path, p)
+		}
+	}()
+	n, err = r.r.Read(rows)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("read parquet %s: %w", r.path, err)
+	}
+	return n, err
+}
+
+// Close releases the file. It is idempotent.
+func (r *ParquetReader[T]) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.r.Close()
+	if err := r.f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", r.path, err)
+	}
+	return nil
+}
+
+// ReadParquet reads every row of a parquet file.
+func ReadParquet[T any](path string) ([]T, error) {
+	r, err := OpenParquet[T](path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	out := make([]T, 0, r.NumRows())
+	buf := make([]T, 256)
+	for {
+		clear(buf)
+		n, err := r.Read(buf)
+		out = append(out, buf[:n]...)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("read parquet %s: no progress", path)
+		}
+	}
+}
+
+// ParquetKind returns the kind a parquet file was written as. A parquet file
+// that distill did not write is an error.
+func ParquetKind(path string) (Kind, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err // *fs.PathError names the file
+	}
+	defer f.Close()
+	pf, err := openParquetFile(f, path)
+	if err != nil {
+		return "", err
+	}
+	k, _ := pf.Lookup(metaKind)
+	if k == "" {
+		return "", fmt.Errorf("%s: not written by distill (no %q metadata)", path, metaKind)
+	}
+	return Kind(k), nil
+}
+
+// ShowParquet writes the first n rows (all when n <= 0) of a parquet file
+// distill wrote to w, one JSON object per line. The row type is chosen from
+// the file's kind.
+func ShowParquet(w io.Writer, path string, n int) error {
+	kind, err := ParquetKind(path)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case KindQuestions:
+		return showRows[Question](w, path, n)
+	case KindCorpus:
+		return showRows[Passage](w, path, n)
+	}
+	return fmt.Errorf("%s: unknown parquet kind %q (known: %s)", path, kind, joinNames([]Kind{KindQuestions, KindCorpus}))
+}
+
+func showRows[T any](w io.Writer, path string, limit int) error {
+	r, err := OpenParquet[T](path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	buf := make([]T, 64)
+	shown := 0
+	for limit <= 0 || shown < limit {
+		clear(buf)
+		n, err := r.Read(buf)
+		if limit > 0 {
+			n = min(n, limit-shown)
+		}
+		for _, row := range buf[:n] {
+			if err := enc.Encode(row); err != nil {
+				return fmt.Errorf("show %s: %w", path, err)
+			}
+		}
+		shown += n
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,328 @@
+package data
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/parquet-go/parquet-go"
+)
+
+// writeParquet writes rows with CreateParquet and returns the file's path.
+func writeParquet[T any](t *testing.T, dir string, kind Kind, rows []T) string {
+	t.Helper()
+	path := filepath.Join(dir, string(kind)+".parquet")
+	w, err := CreateParquet[T](path, kind)
+	if err != nil {
+		t.Fatalf("CreateParquet: %v", err)
+	}
+	if err := w.Write(rows); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	if got := w.Rows(); got != int64(len(rows)) {
+		t.Errorf("got Rows() %d, want %d", got, len(rows))
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return path
+}
+
+// dirNames lists a directory's entries.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+var sampleQuestions = []Question{
+	{
+		ID: "q1", Text: "Which river flows through London?", Answers: []string{"River Thames", "Thames"},
+		Type: "bridge", GoldTitles: []string{"London"}, GoldDocIDs: []string{DocID("London", "x")},
+		SupportingFacts: []SupportingFact{{Title: "London", Sentence: 1}}, Dataset: "hotpotqa",
+	},
+	{ID: "q2", Text: "Qui a écrit « Les Misérables » ? 日本語 🙂", Answers: []string{"Victor Hugo"}, Dataset: "sample"},
+	{ID: "q3", Text: "Empty lists", Answers: []string{}, GoldTitles: []string{}, GoldDocIDs: nil, Dataset: "sample"},
+}
+
+func TestParquetRoundTrip(t *testing.T) {
+	many := make([]Passage, 60_000)
+	for i := range many {
+		many[i] = Passage{ID: fmt.Sprint(i), Title: fmt.Sprint("t", i%100), Text: strings.Repeat("w ", i%7+1)}
+		if i%3 == 0 {
+			many[i].Sentences = []string{"a", "b"}
+		}
+	}
+	t.Run("questions", func(t *testing.T) {
+		testRoundTrip(t, KindQuestions, sampleQuestions)
+	})
+	t.Run("passages", func(t *testing.T) {
+		testRoundTrip(t, KindCorpus, corpusFixture)
+	})
+	t.Run("no rows", func(t *testing.T) {
+		testRoundTrip(t, KindCorpus, []Passage{})
+	})
+	t.Run("many rows", func(t *testing.T) {
+		// More rows than a row group holds; compared by hand as cmp is
+		// slow on this many.
+		path := writeParquet(t, t.TempDir(), KindCorpus, many)
+		got, err := ReadParquet[Passage](path)
+		if err != nil {
+			t.Fatalf("ReadParquet: %v", err)
+		}
+		if len(got) != len(many) {
+			t.Fatalf("got %d rows, want %d", len(got), len(many))
+		}
+		if groups := len(openFooter(t, path).RowGroups()); groups != 2 {
+			t.Errorf("got %d row groups, want 2", groups)
+		}
+		for i, p := range got {
+			w := many[i]
+			if p.ID != w.ID || p.Title != w.Title || p.Text != w.Text || !slices.Equal(p.Sentences, w.Sentences) {
+				t.Fatalf("row %d: got %+v, want %+v", i, p, w)
+			}
+		}
+	})
+}
+
+func testRoundTrip[T any](t *testing.T, kind Kind, rows []T) {
+	dir := t.TempDir()
+	path := writeParquet(t, dir, kind, rows)
+	if diff := cmp.Diff([]string{filepath.Base(path)}, dirNames(t, dir)); diff != "" {
+		t.Errorf("directory mismatch (-want +got):\n%s", diff)
+	}
+	got, err := ReadParquet[T](path)
+	if err != nil {
+		t.Fatalf("ReadParquet: %v", err)
+	}
+	if diff := cmp.Diff(rows, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("rows mismatch (-want +got):\n%s", diff)
+	}
+	gotKind, err := ParquetKind(path)
+	if err != nil || gotKind != kind {
+		t.Errorf("ParquetKind: got (%q, %v), want (%q, nil)", gotKind, err, kind)
+	}
+	if v, _ := openFooter(t, path).Lookup("distill.format_version"); v != "1" {
+		t.Errorf("got distill.format_version %q, want %q", v, "1")
+	}
+}
+
+func TestParquetReaderStreams(t *testing.T) {
+	path := writeParquet(t, t.TempDir(), KindQuestions, sampleQuestions)
+	r, err := OpenParquet[Question](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.NumRows() != int64(len(sampleQuestions)) || r.Kind() != KindQuestions {
+		t.Errorf("got %d rows of kind %q, want %d of %q", r.NumRows(), r.Kind(), len(sampleQuestions), KindQuestions)
+	}
+	var got []Question
+	for range 10 {
+		buf := make([]Question, 2)
+		n, err := r.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Read: %v", err)
+		}
+	}
+	if diff := cmp.Diff(sampleQuestions, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("rows mismatch (-want +got):\n%s", diff)
+	}
+	for i := range 2 {
+		if err := r.Close(); err != nil {
+			t.Errorf("Close %d: got %v, want nil", i, err)
+		}
+	}
+	if _, err := r.Read(make([]Question, 1)); err == nil {
+		t.Error("Read after Close: got nil, want an error")
+	}
+}
+
+func TestParquetWriterAbort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "corpus.parquet")
+	w, err := CreateParquet[Passage](path, KindCorpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(corpusFixture); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); len(got) != 1 || !strings.HasPrefix(got[0], ".corpus.parquet.tmp-") {
+		t.Errorf("while writing: got directory %q, want one temporary file", got)
+	}
+	for i := range 2 {
+		if err := w.Abort(); err != nil {
+			t.Errorf("Abort %d: got %v, want nil", i, err)
+		}
+	}
+	if got := dirNames(t, dir); len(got) != 0 {
+		t.Errorf("after Abort: got directory %q, want it empty", got)
+	}
+	if err := w.Close(); err == nil {
+		t.Error("Close after Abort: got nil, want an error")
+	}
+	if err := w.Write(corpusFixture); err == nil {
+		t.Error("Write after Abort: got nil, want an error")
+	}
+	if got := dirNames(t, dir); len(got) != 0 {
+		t.Errorf("after Close: got directory %q, want it empty", got)
+	}
+}
+
+func TestParquetWriterCloseThenAbort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "corpus.parquet")
+	w, err := CreateParquet[Passage](path, KindCorpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Errorf("second Close: got %v, want nil", err)
+	}
+	if err := w.Abort(); err != nil {
+		t.Errorf("Abort after Close: got %v, want nil", err)
+	}
+	if diff := cmp.Diff([]string{"corpus.parquet"}, dirNames(t, dir)); diff != "" {
+		t.Errorf("directory mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestCreateParquetErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		path string
+		kind Kind
+		want string
+	}{
+		{"empty kind", filepath.Join(t.TempDir(), "x.parquet"), "", "empty parquet kind"},
+		{"missing directory", filepath.Join(t.TempDir(), "no", "x.parquet"), KindCorpus, "no such file or directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, err := CreateParquet[Passage](tt.path, tt.kind)
+			if err == nil {
+				w.Abort()
+				t.Fatalf("got no error, want one containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), tt.path) {
+				t.Errorf("got %q, want it to contain %q and the path", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestShowParquet(t *testing.T) {
+	dir := t.TempDir()
+	questions := writeParquet(t, dir, KindQuestions, sampleQuestions)
+	corpus := writeParquet(t, dir, KindCorpus, corpusFixture)
+	unknown := writeParquet(t, dir, "mystery", corpusFixture)
+	foreign := filepath.Join(dir, "foreign.parquet")
+	f, err := os.Create(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := parquet.NewGenericWriter[Passage](f)
+	if _, err := pw.Write(corpusFixture); err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	tests := []struct {
+		name    string
+		path    string
+		n       int
+		want    any // the rows shown, decoded
+		wantErr string
+	}{
+		{"first two questions", questions, 2, sampleQuestions[:2], ""},
+		{"all passages", corpus, 0, corpusFixture, ""},
+		{"more than there are", corpus, 10, corpusFixture, ""},
+		{"unknown kind", unknown, 0, nil, `unknown parquet kind "mystery" (known: questions, corpus)`},
+		{"not distill's", foreign, 0, nil, `not written by distill (no "distill.kind" metadata)`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			err := ShowParquet(&b, tt.path, tt.n)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), tt.path) {
+					t.Errorf("got error %v, want one naming the file and containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ShowParquet: %v", err)
+			}
+			var got any
+			switch tt.want.(type) {
+			case []Question:
+				got = decodeLines[Question](t, b.String())
+			case []Passage:
+				got = decodeLines[Passage](t, b.String())
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("rows shown mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// decodeLines decodes JSON lines, failing on anything else.
+func decodeLines[T any](t *testing.T, s string) []T {
+	t.Helper()
+	var out []T
+	for line := range strings.Lines(s) {
+		var v T
+		dec := json.NewDecoder(strings.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// openFooter opens a parquet file's metadata with parquet-go directly.
+func openFooter(t *testing.T, path string) *parquet.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
+}

@@ -1,0 +1,474 @@
+package bm25
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// Default BM25 parameters: the method's settings (those of its reference
+// Pyserini runs), not Lucene's own 1.2 / 0.75.
+const (
+	DefaultK1 = 0.9
+	DefaultB  = 0.4
+)
+
+// Source yields the passages to index; Next returns io.EOF after the last.
+// A *data.CorpusReader is a Source.
+type Source interface {
+	Next() (data.Passage, error)
+}
+
+// BuildOptions configure Build. The zero value builds with the defaults.
+type BuildOptions struct {
+	// K1 and B are stored in the index and used by every search; zero means
+	// DefaultK1 and DefaultB.
+	K1, B float64
+	// Overwrite replaces an existing index at the target directory.
+	Overwrite bool
+	// Progress, when set, is called now and then with the number of
+	// passages indexed so far, from the goroutine that called Build.
+	Progress func(passages int64)
+	// SourceName is recorded in meta.json (the corpus file, for example).
+	SourceName string
+}
+
+// BuildStats describes a finished build.
+type BuildStats struct {
+	Passages   int64         `json:"passages"`
+	Terms      int64         `json:"terms"`
+	Postings   int64         `json:"postings"`
+	AvgDocLen  float64       `json:"avg_doc_len"`
+	IndexBytes int64         `json:"index_bytes"`
+	Elapsed    time.Duration `json:"-"`
+}
+
+// Meta is the human-readable description stored beside the index as meta.json.
+type Meta struct {
+	Format       string  `json:"format"`
+	Version      int     `json:"version"`
+	Analyzer     string  `json:"analyzer"`
+	K1           float64 `json:"k1"`
+	B            float64 `json:"b"`
+	Passages     int64   `json:"passages"`
+	Terms        int64   `json:"terms"`
+	Postings     int64   `json:"postings"`
+	AvgDocLen    float64 `json:"avg_doc_len"`
+	Source       string  `json:"source,omitempty"`
+	BuiltAt      string  `json:"built_at"`
+	BuildSeconds float64 `json:"build_seconds"`
+}
+
+const analyzerName = "english: unicode words, possessives, lower case, Lucene English stop words, Snowball English stemmer"
+
+// ErrExists is returned when the target directory holds something and
+// BuildOptions.Overwrite is false.
+var ErrExists = errors.New("index directory already exists")
+
+// Build indexes every passage of src (title and text as one field) and
+// writes the index to dir. The index appears at dir only when it is complete:
+// it is built in a temporary directory beside dir and renamed into place.
+// Doc ids must be unique and non-empty.
+func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (BuildStats, error) {
+	start := time.Now()
+	if opts.K1 == 0 {
+		opts.K1 = DefaultK1
+	}
+	if opts.B == 0 {
+		opts.B = DefaultB
+	}
+	if opts.K1 < 0 || opts.B < 0 || opts.B > 1 || math.IsNaN(opts.K1) || math.IsNaN(opts.B) {
+		return BuildStats{}, fmt.Errorf("bm25 parameters k1=%g b=%g: want k1 >= 0 and 0 <= b <= 1", opts.K1, opts.B)
+	}
+	if _, err := os.Stat(dir); err == nil && !opts.Overwrite {
+		return BuildStats{}, fmt.Errorf("build index %s: %w (use overwrite to replace it)", dir, ErrExists)
+	}
+	parent := filepath.Dir(filepath.Clean(dir))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return BuildStats{}, fmt.Errorf("build index: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return BuildStats{}, fmt.Errorf("build index: %w", err)
+	}
+	defer os.RemoveAll(tmp) // no-op once renamed
+
+	b, err := newBuilder(tmp)
+	if err != nil {
+		return BuildStats{}, err
+	}
+	defer b.docFile.Close()
+	for n := int64(0); ; n++ {
+		if n%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return BuildStats{}, err
+			}
+			if opts.Progress != nil && n%16384 == 0 {
+				opts.Progress(n)
+			}
+		}
+		p, err := src.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return BuildStats{}, fmt.Errorf("build index: read passage %d: %w", n+1, err)
+		}
+		if err := b.add(p); err != nil {
+			return BuildStats{}, fmt.Errorf("build index: passage %d: %w", n+1, err)
+		}
+	}
+	if opts.Progress != nil {
+		opts.Progress(int64(len(b.docLen)))
+	}
+	h, size, err := b.write(ctx, tmp, opts.K1, opts.B)
+	if err != nil {
+		return BuildStats{}, err
+	}
+	st := BuildStats{
+		Passages: int64(h.Docs), Terms: int64(h.Terms), Postings: int64(h.Postings),
+		AvgDocLen: avgLen(h), IndexBytes: size,
+	}
+	meta := Meta{
+		Format: "distill-bm25", Version: formatVersion, Analyzer: analyzerName,
+		K1: opts.K1, B: opts.B, Passages: st.Passages, Terms: st.Terms, Postings: st.Postings,
+		AvgDocLen: st.AvgDocLen, Source: opts.SourceName,
+		BuiltAt: time.Now().UTC().Format(time.RFC3339), BuildSeconds: time.Since(start).Seconds(),
+	}
+	mb, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return BuildStats{}, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, metaFile), append(mb, '\n'), 0o644); err != nil {
+		return BuildStats{}, fmt.Errorf("build index: %w", err)
+	}
+	if opts.Overwrite {
+		if err := os.RemoveAll(dir); err != nil {
+			return BuildStats{}, fmt.Errorf("build index: replace %s: %w", dir, err)
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return BuildStats{}, fmt.Errorf("build index: %w", err)
+	}
+	st.Elapsed = time.Since(start)
+	return st, nil
+}
+
+func avgLen(h header) float64 {
+	if h.Docs == 0 {
+		return 0
+	}
+	return float64(h.TotalLen) / float64(h.Docs)
+}
+
+// builder accumulates postings in memory in document order and streams the
+// stored documents to docs.bin.
+type builder struct {
+	an Analyzer
+	// tokTerm maps an analysed token (before stop words and stemming) to its
+	// term number, or -1 for a stop word, so each distinct token form is
+	// stemmed once.
+	tokTerm *tokenTable
+	termNum map[string]int32
+	terms   []string
+	// Per-document scratch, indexed by term number.
+	lastDoc  []int32
+	freq     []uint32
+	docTerms []int32
+	// All postings, in document order.
+	pTerm []uint32
+	pDoc  []uint32
+	pTF   []uint16
+
+	docLen   []uint32
+	totalLen uint64
+	idOff    []uint64
+	idData   []byte
+	docOff   []uint64
+	docFile  *os.File
+	docW     *bufio.Writer
+	docBytes uint64
+	scratch  []byte
+}
+
+func newBuilder(dir string) (*builder, error) {
+	f, err := os.Create(filepath.Join(dir, docsFile))
+	if err != nil {
+		return nil, fmt.Errorf("build index: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	w.WriteString(docsMagic)
+	return &builder{
+		tokTerm: newTokenTable(),
+		termNum: make(map[string]int32, 1<<16),
+		docFile: f,
+		docW:    w,
+		idOff:   []uint64{0},
+		docOff:  []uint64{0},
+	}, nil
+}
+
+func (b *builder) add(p data.Passage) error {
+	if p.ID == "" {
+		return errors.New("empty doc id")
+	}
+	if len(b.docLen) >= math.MaxUint32-1 {
+		return errors.New("too many passages for one index")
+	}
+	d := int32(len(b.docLen))
+	b.docTerms = b.docTerms[:0]
+	var length uint32
+	visit := func(tok []byte) {
+		t, ok := b.tokTerm.get(tok)
+		if !ok {
+			t = b.termFor(tok)
+		}
+		if t < 0 {
+			return
+		}
+		length++
+		if b.lastDoc[t] != d {
+			b.lastDoc[t] = d
+			b.freq[t] = 0
+			b.docTerms = append(b.docTerms, t)
+		}
+		b.freq[t]++
+	}
+	b.an.Each(p.Title, visit)
+	b.an.Each(p.Text, visit)
+	for _, t := range b.docTerms {
+		b.pTerm = append(b.pTerm, uint32(t))
+		b.pDoc = append(b.pDoc, uint32(d))
+		b.pTF = append(b.pTF, uint16(min(b.freq[t], math.MaxUint16)))
+	}
+	b.docLen = append(b.docLen, length)
+	b.totalLen += uint64(length)
+	b.idData = append(b.idData, p.ID...)
+	b.idOff = append(b.idOff, uint64(len(b.idData)))
+
+	b.scratch = encodeDoc(b.scratch[:0], p.Title, p.Text, p.Sentences)
+	if _, err := b.docW.Write(b.scratch); err != nil {
+		return fmt.Errorf("store passage: %w", err)
+	}
+	b.docBytes += uint64(len(b.scratch))
+	b.docOff = append(b.docOff, b.docBytes)
+	return nil
+}
+
+// termFor analyses a token seen for the first time and caches the result.
+func (b *builder) termFor(tok []byte) int32 {
+	stem := Normalize(tok)
+	t := int32(-1)
+	if stem != "" {
+		var ok bool
+		t, ok = b.termNum[stem]
+		if !ok {
+			t = int32(len(b.terms))
+			b.termNum[stem] = t
+			b.terms = append(b.terms, stem)
+			b.lastDoc = append(b.lastDoc, -1)
+			b.freq = append(b.freq, 0)
+		}
+	}
+	b.tokTerm.put(tok, t)
+	return t
+}
+
+func (b *builder) id(d uint32) string {
+	return string(b.idData[b.idOff[d]:b.idOff[d+1]])
+}
+
+// write finishes docs.bin and lays the rest of the index out in index.bin.
+func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (header, int64, error) {
+	if err := b.docW.Flush(); err != nil {
+		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
+	}
+	if err := b.docFile.Sync(); err != nil {
+		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
+	}
+	if err := b.docFile.Close(); err != nil {
+		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
+	}
+	n, v, p := len(b.docLen), len(b.terms), len(b.pDoc)
+
+	// Doc ids must be unique: sort document numbers by id and look at neighbours.
+	idOrder := make([]uint32, n)
+	for i := range idOrder {
+		idOrder[i] = uint32(i)
+	}
+	slices.SortFunc(idOrder, func(x, y uint32) int {
+		return bytes.Compare(b.idData[b.idOff[x]:b.idOff[x+1]], b.idData[b.idOff[y]:b.idOff[y+1]])
+	})
+	for i := 1; i < n; i++ {
+		if b.id(idOrder[i]) == b.id(idOrder[i-1]) {
+			x, y := min(idOrder[i-1], idOrder[i]), max(idOrder[i-1], idOrder[i])
+			return header{}, 0, fmt.Errorf("build index: duplicate doc id %q (passages %d and %d)", b.id(x), x+1, y+1)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return header{}, 0, err
+	}
+
+	// Terms in byte order; rank maps a term number to its place.
+	order := make([]int32, v)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(b.terms[x], b.terms[y]) })
+	rank := make([]uint32, v)
+	termOff := make([]uint64, v+1)
+	var termData []byte
+	for i, t := range order {
+		rank[t] = uint32(i)
+		termData = append(termData, b.terms[t]...)
+		termOff[i+1] = uint64(len(termData))
+	}
+
+	// Counting sort of the postings by term keeps documents ascending.
+	postOff := make([]uint64, v+1)
+	for _, t := range b.pTerm {
+		postOff[rank[t]+1]++
+	}
+	for i := 1; i <= v; i++ {
+		postOff[i] += postOff[i-1]
+	}
+	next := slices.Clone(postOff[:v])
+	postDoc := make([]uint32, p)
+	postTF := make([]uint16, p)
+	termMax := make([]float32, v)
+	norm := norms(b.docLen, k1, bParam, float64(b.totalLen)/float64(max(n, 1)))
+	for i, t := range b.pTerm {
+		r := rank[t]
+		j := next[r]
+		next[r]++
+		d, tf := b.pDoc[i], b.pTF[i]
+		postDoc[j] = d
+		postTF[j] = tf
+		termMax[r] = max(termMax[r], impact(tf, norm[d]))
+	}
+	if err := ctx.Err(); err != nil {
+		return header{}, 0, err
+	}
+
+	h := header{
+		Version: formatVersion, Docs: uint64(n), Terms: uint64(v), Postings: uint64(p),
+		TotalLen: b.totalLen, K1: k1, B: bParam,
+	}
+	path := filepath.Join(dir, indexFile)
+	f, err := os.Create(path)
+	if err != nil {
+		return header{}, 0, fmt.Errorf("build index: %w", err)
+	}
+	defer f.Close()
+	w := &sectionWriter{w: bufio.NewWriterSize(f, 1<<20), off: headerSize}
+	if _, err := w.w.Write(make([]byte, headerSize)); err != nil {
+		return header{}, 0, fmt.Errorf("build index: %w", err)
+	}
+	h.Sections[secDocLen] = w.put(asBytes(b.docLen))
+	h.Sections[secTermOff] = w.put(asBytes(termOff))
+	h.Sections[secTermData] = w.put(termData)
+	h.Sections[secPostOff] = w.put(asBytes(postOff))
+	h.Sections[secPostDoc] = w.put(asBytes(postDoc))
+	h.Sections[secPostTF] = w.put(asBytes(postTF))
+	h.Sections[secTermMax] = w.put(asBytes(termMax))
+	h.Sections[secIDOff] = w.put(asBytes(b.idOff))
+	h.Sections[secIDData] = w.put(b.idData)
+	h.Sections[secIDOrder] = w.put(asBytes(idOrder))
+	h.Sections[secDocOff] = w.put(asBytes(b.docOff))
+	if w.err == nil {
+		w.err = w.w.Flush()
+	}
+	if w.err == nil {
+		_, w.err = f.WriteAt(h.encode(), 0)
+	}
+	if w.err == nil {
+		w.err = f.Sync()
+	}
+	if w.err != nil {
+		return header{}, 0, fmt.Errorf("build index: write %s: %w", path, w.err)
+	}
+	if err := f.Close(); err != nil {
+		return header{}, 0, fmt.Errorf("build index: %w", err)
+	}
+	return h, int64(w.off) + int64(len(docsMagic)) + int64(b.docBytes), nil
+}
+
+// norms returns k1 * (1 - b + b*dl/avgdl) for every document, in the
+// float32 precision that searches use.
+func norms(docLen []uint32, k1, b, avgLen float64) []float32 {
+	out := make([]float32, len(docLen))
+	for d, l := range docLen {
+		out[d] = float32(k1 * (1 - b + b*float64(l)/avgLen))
+	}
+	return out
+}
+
+// impact is the part of a posting's score that does not depend on the query.
+func impact(tf uint16, norm float32) float32 {
+	f := float32(tf)
+	return f / (f + norm)
+}
+
+// sectionWriter appends 8-byte aligned sections and remembers the first error.
+type sectionWriter struct {
+	w   *bufio.Writer
+	off uint64
+	err error
+}
+
+func (s *sectionWriter) pad() {
+	if r := s.off % 8; r != 0 && s.err == nil {
+		_, s.err = s.w.Write(make([]byte, 8-r))
+		s.off += 8 - r
+	}
+}
+
+func (s *sectionWriter) put(b []byte) section {
+	s.pad()
+	sec := section{Off: s.off, Len: uint64(len(b))}
+	if s.err == nil {
+		_, s.err = s.w.Write(b)
+	}
+	s.off += uint64(len(b))
+	return sec
+}
+
+// asBytes returns the little-endian bytes of a slice of numbers: the memory
+// itself on little-endian machines, an encoded copy elsewhere.
+func asBytes[T uint16 | uint32 | uint64 | float32](v []T) []byte {
+	if len(v) == 0 {
+		return nil
+	}
+	size := int(unsafe.Sizeof(v[0]))
+	if littleEndian {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*size)
+	}
+	out := make([]byte, 0, len(v)*size)
+	for _, x := range v {
+		switch x := any(x).(type) {
+		case uint16:
+			out = binary.LittleEndian.AppendUint16(out, x)
+		case uint32:
+			out = binary.LittleEndian.AppendUint32(out, x)
+		case uint64:
+			out = binary.LittleEndian.AppendUint64(out, x)
+		case float32:
+			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(x))
+		}
+	}
+	return out
+}

@@ -1,0 +1,245 @@
+package bm25
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"unsafe"
+)
+
+// The index is a directory holding meta.json (a human-readable
+// description), index.bin and docs.bin. index.bin is one little-endian file
+// laid out so that it can be mapped into memory and used without parsing:
+//
+//	header (headerSize bytes): magic, version, counts, k1, b, section table
+//	docLen   [N]uint32    analysed length of each document (title + text)
+//	termOff  [V+1]uint64  offsets of each term in termData; terms sorted bytewise
+//	termData []byte       the terms, concatenated
+//	postOff  [V+1]uint64  offsets of each term's postings in postDoc/postTF
+//	postDoc  [P]uint32    document numbers, ascending within a term
+//	postTF   [P]uint16    term frequencies (saturating at 65535)
+//	termMax  [V]float32   largest tf*(k1+1)/(tf+norm) of each term, for pruning
+//	idOff    [N+1]uint64  offsets of each doc id in idData
+//	idData   []byte       the doc ids, concatenated in document order
+//	idOrder  [N]uint32    document numbers sorted by doc id, for exclusion
+//	docOff   [N+1]uint64  offsets of each stored document in docs.bin's body
+//
+// Every section starts on an 8-byte boundary. docs.bin is docsMagic
+// followed by the stored documents (see encodeDoc); searches touch it only
+// for the passages they return.
+const (
+	magic         = "DSTLBM25"
+	docsMagic     = "DSTLDOCS"
+	formatVersion = 1
+	headerSize    = 256
+	indexFile     = "index.bin"
+	docsFile      = "docs.bin"
+	metaFile      = "meta.json"
+)
+
+const (
+	secDocLen = iota
+	secTermOff
+	secTermData
+	secPostOff
+	secPostDoc
+	secPostTF
+	secTermMax
+	secIDOff
+	secIDData
+	secIDOrder
+	secDocOff
+	numSections
+)
+
+// header is the fixed part at the start of index.bin.
+type header struct {
+	Version  uint32
+	Docs     uint64
+	Terms    uint64
+	Postings uint64
+	TotalLen uint64
+	K1, B    float64
+	Sections [numSections]section
+}
+
+type section struct{ Off, Len uint64 }
+
+func (h *header) encode() []byte {
+	b := make([]byte, headerSize)
+	copy(b, magic)
+	le := binary.LittleEndian
+	le.PutUint32(b[8:], h.Version)
+	le.PutUint64(b[16:], h.Docs)
+	le.PutUint64(b[24:], h.Terms)
+	le.PutUint64(b[32:], h.Postings)
+	le.PutUint64(b[40:], h.TotalLen)
+	le.PutUint64(b[48:], math.Float64bits(h.K1))
+	le.PutUint64(b[56:], math.Float64bits(h.B))
+	for i, s := range h.Sections {
+		le.PutUint64(b[64+16*i:], s.Off)
+		le.PutUint64(b[72+16*i:], s.Len)
+	}
+	return b
+}
+
+var errCorrupt = errors.New("index file is damaged")
+
+func decodeHeader(b []byte) (header, error) {
+	var h header
+	if len(b) < headerSize || string(b[:8]) != magic {
+		return h, fmt.Errorf("not a distill BM25 index: %w", errCorrupt)
+	}
+	le := binary.LittleEndian
+	h.Version = le.Uint32(b[8:])
+	if h.Version != formatVersion {
+		return h, fmt.Errorf("index format version %d, this build reads version %d: rebuild it with distill index", h.Version, formatVersion)
+	}
+	h.Docs = le.Uint64(b[16:])
+	h.Terms = le.Uint64(b[24:])
+	h.Postings = le.Uint64(b[32:])
+	h.TotalLen = le.Uint64(b[40:])
+	h.K1 = math.Float64frombits(le.Uint64(b[48:]))
+	h.B = math.Float64frombits(le.Uint64(b[56:]))
+	for i := range h.Sections {
+		h.Sections[i] = section{le.Uint64(b[64+16*i:]), le.Uint64(b[72+16*i:])}
+		s := h.Sections[i]
+		if s.Off%8 != 0 || s.Off > uint64(len(b)) || s.Len > uint64(len(b))-s.Off {
+			return h, fmt.Errorf("section %d out of bounds: %w", i, errCorrupt)
+		}
+	}
+	want := [numSections]uint64{
+		secDocLen: 4 * h.Docs, secTermOff: 8 * (h.Terms + 1), secPostOff: 8 * (h.Terms + 1),
+		secPostDoc: 4 * h.Postings, secPostTF: 2 * h.Postings, secTermMax: 4 * h.Terms,
+		secIDOff: 8 * (h.Docs + 1), secIDOrder: 4 * h.Docs, secDocOff: 8 * (h.Docs + 1),
+	}
+	for i, w := range want {
+		if w != 0 && h.Sections[i].Len != w {
+			return h, fmt.Errorf("section %d has %d bytes, want %d: %w", i, h.Sections[i].Len, w, errCorrupt)
+		}
+	}
+	return h, nil
+}
+
+// littleEndian is true on the machines whose memory layout matches the file,
+// which lets the loader use the mapped bytes as typed slices directly.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// view returns b as a slice of T without copying. b must be 8-byte aligned
+// (sections are, and mapped memory starts on a page boundary).
+func view[T uint16 | uint32 | uint64 | float32](b []byte) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size)
+}
+
+// Stored documents: uvarint-length-prefixed title and text, then the
+// sentence count and, for each sentence, either its [start, end) byte range
+// in text (when all sentences are pieces of text in order, the common case)
+// or the sentence itself.
+const (
+	sentSpans   = 0
+	sentStrings = 1
+)
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func encodeDoc(b []byte, title, text string, sentences []string) []byte {
+	b = appendString(b, title)
+	b = appendString(b, text)
+	b = binary.AppendUvarint(b, uint64(len(sentences)))
+	if len(sentences) == 0 {
+		return b
+	}
+	spans := make([]uint64, 0, 2*len(sentences))
+	pos := 0
+	for _, s := range sentences {
+		j := indexFrom(text, s, pos)
+		if j < 0 {
+			spans = nil
+			break
+		}
+		spans = append(spans, uint64(j), uint64(j+len(s)))
+		pos = j + len(s)
+	}
+	if spans == nil {
+		b = append(b, sentStrings)
+		for _, s := range sentences {
+			b = appendString(b, s)
+		}
+		return b
+	}
+	b = append(b, sentSpans)
+	prev := uint64(0)
+	for _, v := range spans {
+		b = binary.AppendUvarint(b, v-prev)
+		prev = v
+	}
+	return b
+}
+
+func indexFrom(s, sub string, from int) int {
+	j := strings.Index(s[from:], sub)
+	if j < 0 {
+		return -1
+	}
+	return from + j
+}
+
+// docReader decodes stored documents, checking every length against the
+// buffer so that a damaged file gives an error, not a panic.
+type docReader struct {
+	b   []byte
+	err error
+}
+
+func (r *docReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errCorrupt
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *docReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) {
+		r.err = errCorrupt
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *docReader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.err = errCorrupt
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}

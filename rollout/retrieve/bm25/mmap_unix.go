@@ -1,0 +1,36 @@
+//go:build unix
+
+package bm25
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// mapFile maps path read-only into memory. Pages are read from the page
+// cache on first touch, so opening a large index costs next to nothing and
+// only the parts that searches touch become resident.
+func mapFile(path string) (b []byte, unmap func() error, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	size := st.Size()
+	if size == 0 {
+		return nil, func() error { return nil }, nil
+	}
+	if int64(int(size)) != size {
+		return nil, nil, fmt.Errorf("%s: too large to map", path)
+	}
+	b, err = syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, fmt.Errorf("map %s: %w", path, err)
+	}
+	return b, func() error { return syscall.Munmap(b) }, nil
+}
