@@ -185,6 +185,15 @@ func (r *CorpusReader) nextParquet() (Passage, rawRecord, error) {
 	return p, rec, nil
 }
 
+// Rows returns the number of records in the file when the format tells it
+// up front (parquet), or -1.
+func (r *CorpusReader) Rows() int64 {
+	if r.pq != nil {
+		return r.pq.NumRows()
+	}
+	return -1
+}
+
 // Stats returns the counts so far.
 func (r *CorpusReader) Stats() ReadStats { return r.stats }
 

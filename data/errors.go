@@ -27,7 +27,8 @@ type RecordError struct {
 	File string
 	// Line is the 1-based line where the record starts, 0 if unknown.
 	Line int
-	// Index is the 0-based index of the record within the file.
+	// Index is the 0-based index of the record within the file (messages
+	// show it counting from 1).
 	Index int
 	// Field names the offending field, empty when the record as a whole is
 	// bad (for example not valid JSON).
@@ -40,7 +41,7 @@ func (e *RecordError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	b.WriteString(": record ")
-	b.WriteString(strconv.Itoa(e.Index))
+	b.WriteString(strconv.Itoa(e.Index + 1)) // people count records from 1
 	if e.Line > 0 {
 		b.WriteString(" (line ")
 		b.WriteString(strconv.Itoa(e.Line))

@@ -14,17 +14,17 @@ func TestRecordErrorError(t *testing.T) {
 		{
 			name: "all parts",
 			err:  &RecordError{File: "hotpot.json", Line: 40, Index: 12, Field: "supporting_facts", Err: errors.New("fact 0: title \"X\" is not in the context")},
-			want: `hotpot.json: record 12 (line 40): field "supporting_facts": fact 0: title "X" is not in the context`,
+			want: `hotpot.json: record 13 (line 40): field "supporting_facts": fact 0: title "X" is not in the context`,
 		},
 		{
 			name: "no line, no field",
 			err:  &RecordError{File: "c.json", Index: 3, Err: errors.New("invalid JSON")},
-			want: "c.json: record 3: invalid JSON",
+			want: "c.json: record 4: invalid JSON",
 		},
 		{
 			name: "no reason",
 			err:  &RecordError{File: "c.json", Index: 0, Line: 1},
-			want: "c.json: record 0 (line 1): bad record",
+			want: "c.json: record 1 (line 1): bad record",
 		},
 	}
 	for _, tt := range tests {

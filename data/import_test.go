@@ -201,7 +201,7 @@ func TestImportFailsCleanly(t *testing.T) {
 		{
 			name:    "broken question list",
 			opts:    ImportOptions{In: "testdata/hotpotqa_broken.json", Format: QuestionsHotpotQA, SkipBad: true},
-			wantErr: "testdata/hotpotqa_broken.json: record 1 (line 4): invalid JSON",
+			wantErr: "testdata/hotpotqa_broken.json: record 2 (line 4): invalid JSON",
 		},
 		{
 			name:    "cancelled",

@@ -389,7 +389,7 @@ func (s *recordStream) syntaxErrorAt(rec rawRecord, err error) error {
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
-	return fmt.Errorf("%s: record %d (line %d): %w", s.path, rec.Index, rec.Line, err)
+	return fmt.Errorf("%s: record %d (line %d): %w", s.path, rec.Index+1, rec.Line, err)
 }
 
 // close releases the file; it is safe to call more than once.

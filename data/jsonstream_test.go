@@ -98,8 +98,8 @@ func TestRecordStream(t *testing.T) {
 			input: "{\"a\":1}\n{\"a\":\n{\"a\":1} {\"b\":2}\n{\"a\":3}\n",
 			want: []streamed{
 				{Index: 0, Line: 1, Data: `{"a":1}`},
-				{Index: 1, Line: 2, Err: "FILE: record 1 (line 2): invalid JSON: unexpected end of JSON input", Bad: true},
-				{Index: 2, Line: 3, Err: "FILE: record 2 (line 3): invalid JSON: invalid character '{' after top-level value", Bad: true},
+				{Index: 1, Line: 2, Err: "FILE: record 2 (line 2): invalid JSON: unexpected end of JSON input", Bad: true},
+				{Index: 2, Line: 3, Err: "FILE: record 3 (line 3): invalid JSON: invalid character '{' after top-level value", Bad: true},
 				{Index: 3, Line: 4, Data: `{"a":3}`},
 			},
 		},
@@ -131,7 +131,7 @@ func TestRecordStream(t *testing.T) {
 			input: "[{\"a\":1},\n{\"a\" 1},\n{\"a\":3}]",
 			want: []streamed{
 				{Index: 0, Line: 1, Data: `{"a":1}`},
-				{Err: "FILE: record 1 (line 2): invalid JSON: invalid character '1' after object key"},
+				{Err: "FILE: record 2 (line 2): invalid JSON: invalid character '1' after object key"},
 			},
 		},
 		{
@@ -139,7 +139,7 @@ func TestRecordStream(t *testing.T) {
 			input: "[{\"a\":1},\n{\"a\":",
 			want: []streamed{
 				{Index: 0, Line: 1, Data: `{"a":1}`},
-				{Err: "FILE: record 1 (line 2): unexpected EOF"},
+				{Err: "FILE: record 2 (line 2): unexpected EOF"},
 			},
 		},
 		{
@@ -147,7 +147,7 @@ func TestRecordStream(t *testing.T) {
 			input: "[{\"a\":1}\n",
 			want: []streamed{
 				{Index: 0, Line: 1, Data: `{"a":1}`},
-				{Err: "FILE: record 1 (line 2): unexpected EOF"},
+				{Err: "FILE: record 2 (line 2): unexpected EOF"},
 			},
 		},
 		{
@@ -155,7 +155,7 @@ func TestRecordStream(t *testing.T) {
 			input: "[{\"a\":1},]",
 			want: []streamed{
 				{Index: 0, Line: 1, Data: `{"a":1}`},
-				{Err: "FILE: record 1 (line 1): got ']', want a value"},
+				{Err: "FILE: record 2 (line 1): got ']', want a value"},
 			},
 		},
 		{
@@ -163,7 +163,7 @@ func TestRecordStream(t *testing.T) {
 			input: "[{\"a\":1} {\"a\":2}]",
 			want: []streamed{
 				{Index: 0, Line: 1, Data: `{"a":1}`},
-				{Err: "FILE: record 1 (line 1): got '{', want ',' or ']'"},
+				{Err: "FILE: record 2 (line 1): got '{', want ',' or ']'"},
 			},
 		},
 		{
@@ -189,7 +189,7 @@ func TestRecordStream(t *testing.T) {
 			object: true,
 			want: []streamed{
 				{Index: 0, Line: 1, Key: "a", Data: `[]`},
-				{Err: "FILE: record 1 (line 1): got '7', want a string key"},
+				{Err: "FILE: record 2 (line 1): got '7', want a string key"},
 			},
 		},
 		{

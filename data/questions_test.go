@@ -430,7 +430,7 @@ func TestQuestionReaderBadRecords(t *testing.T) {
 			fixture: "testdata/hotpotqa_broken.json",
 			want: []outcome{
 				{ID: "ok1"},
-				{Fatal: `FILE: record 1 (line 4): invalid JSON: invalid character '"' after object key:value pair`},
+				{Fatal: `FILE: record 2 (line 4): invalid JSON: invalid character '"' after object key:value pair`},
 			},
 			wantStats: ReadStats{Records: 1},
 		},

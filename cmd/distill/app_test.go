@@ -41,9 +41,6 @@ func TestPendingCommands(t *testing.T) {
 		name  string
 		issue string
 	}{
-		{"data", "2"},
-		{"index", "2"},
-		{"search", "2"},
 		{"rollout", "3"},
 		{"label", "4"},
 		{"filter", "4"},

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -116,4 +117,25 @@ func (e *exitError) ExitCode() int { return e.code }
 // or config file. It exits with code 2. Use %w to wrap a cause.
 func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// rejectFlagsAfterArgs returns a usage error when one of c's arguments is one
+// of its flags: urfave/cli stops reading flags at the first argument, so
+// "show FILE -n 3" would silently treat "-n" and "3" as arguments.
+func rejectFlagsAfterArgs(c *cli.Context) error {
+	for _, arg := range c.Args().Slice() {
+		name := strings.TrimLeft(arg, "-")
+		if name == arg || name == "" {
+			continue
+		}
+		name, _, _ = strings.Cut(name, "=")
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					return usageErrorf("%s: flag %s comes after an argument: put flags before arguments (see '%s --help')", c.Command.Name, arg, helpName(c))
+				}
+			}
+		}
+	}
+	return nil
 }

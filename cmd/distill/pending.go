@@ -11,24 +11,11 @@ import (
 
 // Issues, as "number: title" for the not-implemented message.
 const (
-	issueFoundation = "2: the distill binary, the data layer and BM25 retrieval"
-	issueRollout    = "3: the S2G loop and distill rollout"
-	issueLabel      = "4: distill label and distill filter"
-	issueTrain      = "5: distill train, SFT export and LoRA fine-tuning"
-	issueBench      = "6: distill bench, the judge evaluated inside the full loop"
+	issueRollout = "3: the S2G loop and distill rollout"
+	issueLabel   = "4: distill label and distill filter"
+	issueTrain   = "5: distill train, SFT export and LoRA fine-tuning"
+	issueBench   = "6: distill bench, the judge evaluated inside the full loop"
 )
-
-func dataCommand() *cli.Command {
-	return pendingCommand("data", "import datasets and corpora, synthesise the sample, show rows", issueFoundation)
-}
-
-func indexCommand() *cli.Command {
-	return pendingCommand("index", "build a BM25 index over a corpus", issueFoundation)
-}
-
-func searchCommand() *cli.Command {
-	return pendingCommand("search", "search an index, one query or a batch", issueFoundation)
-}
 
 func rolloutCommand() *cli.Command {
 	return pendingCommand("rollout", "run the S2G loop with the base judge and record every state", issueRollout)

@@ -158,26 +158,31 @@ func BenchmarkOpen(b *testing.B) {
 	runtime.ReadMemStats(&after)
 	n := float64(x.Len())
 	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-B/passage")
-	mappedBefore := mappedResident(dir)
 	for _, q := range queries {
 		x.Search(context.Background(), retrieve.Query{Text: q, K: 10})
 	}
 	if m := mappedResident(dir); m >= 0 {
 		b.ReportMetric((float64(after.HeapAlloc-before.HeapAlloc)+float64(m))/n, "resident-B/passage")
-		_ = mappedBefore
 	}
-	st, _ := os.Stat(filepath.Join(dir, indexFile))
-	b.ReportMetric(float64(st.Size())/n, "file-B/passage")
+	var size int64
+	for _, f := range []string{indexFile, docsFile} {
+		st, err := os.Stat(filepath.Join(dir, f))
+		if err != nil {
+			b.Fatal(err)
+		}
+		size += st.Size()
+	}
+	b.ReportMetric(float64(size)/n, "file-B/passage")
 }
 
-// mappedResident returns the resident bytes of the mapping of dir's index
-// file, from /proc/self/smaps, or -1 when it cannot tell.
+// mappedResident returns the resident bytes of the mappings of dir's index
+// files, from /proc/self/smaps, or -1 when it cannot tell.
 func mappedResident(dir string) int64 {
 	raw, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return -1
 	}
-	path, _ := filepath.Abs(filepath.Join(dir, indexFile))
+	abs, _ := filepath.Abs(dir)
 	var total int64 = -1
 	in := false
 	for _, line := range strings.Split(string(raw), "\n") {
@@ -186,7 +191,8 @@ func mappedResident(dir string) int64 {
 			continue
 		}
 		if strings.Contains(fields[0], "-") && len(fields) >= 5 {
-			in = fields[len(fields)-1] == path
+			name := fields[len(fields)-1]
+			in = name == filepath.Join(abs, indexFile) || name == filepath.Join(abs, docsFile)
 			continue
 		}
 		if in && fields[0] == "Rss:" && len(fields) >= 2 {

@@ -504,3 +504,127 @@ func TestTokenTable(t *testing.T) {
 		}
 	}
 }
+
+// TestPruningChangesNothing compares pruned searches with exhaustive ones,
+// hit for hit and score for score, over many k and exclusions, and checks
+// that pruning did happen.
+func TestPruningChangesNothing(t *testing.T) {
+	g := newGenerator(11, 20_000)
+	ps := g.corpus(20_000)
+	dir := filepath.Join(t.TempDir(), "idx")
+	if _, err := Build(context.Background(), dir, &sliceSource{ps: ps}, BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	full, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	full.exhaustive = true
+	rng := rand.New(rand.NewPCG(5, 6))
+	ctx := context.Background()
+	pruned := 0
+	n := 400
+	for i := range n {
+		q := retrieve.Query{Text: g.query(), K: []int{1, 3, 6, 10, 50}[i%5]}
+		for range rng.IntN(8) {
+			q.Exclude = append(q.Exclude, ps[rng.IntN(len(ps))].ID)
+		}
+		want, err := full.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Exclude some of the true top hits too, as the loop does.
+		if len(want) > 2 && i%2 == 0 {
+			q.Exclude = append(q.Exclude, want[0].ID, want[2].ID)
+			if want, err = full.Search(ctx, q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := x.scratch.Get().(*searcher)
+		s.search(x, q)
+		if s.pruned {
+			pruned++
+		}
+		x.scratch.Put(s)
+		got, err := x.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("query %q k=%d exclude=%d: pruned search differs (-exhaustive +pruned):\n%s", q.Text, q.K, len(q.Exclude), diff)
+		}
+	}
+	t.Logf("pruning skipped postings in %d of %d queries", pruned, n)
+	if pruned < n/10 {
+		t.Errorf("pruning happened in only %d of %d queries: the test no longer exercises it", pruned, n)
+	}
+}
+
+// TestHotpotQARetrieval indexes the shared HotpotQA slice's context
+// paragraphs and searches each question by its text alone.
+func TestHotpotQARetrieval(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "..", "shared", "data", "hotpotqa", "hotpot_train_distractor_100.json")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("shared HotpotQA slice not found at %s (it sits beside the repository): %v", path, err)
+	}
+	r, err := data.OpenQuestions(path, data.QuestionsHotpotQA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var qs []data.Question
+	var ps []data.Passage
+	seen := map[string]bool{}
+	for {
+		ex, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		qs = append(qs, ex.Question)
+		for _, p := range ex.Context {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				ps = append(ps, p)
+			}
+		}
+	}
+	x := buildAndOpen(t, ps, BuildOptions{})
+	all, any := 0, 0
+	for _, q := range qs {
+		hits, err := x.Search(context.Background(), retrieve.Query{Text: q.Text, K: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		titles := map[string]bool{}
+		for _, h := range hits {
+			titles[h.Title] = true
+		}
+		found := 0
+		for _, g := range q.GoldTitles {
+			if titles[g] {
+				found++
+			}
+		}
+		if found == len(q.GoldTitles) {
+			all++
+		}
+		if found > 0 {
+			any++
+		}
+	}
+	t.Logf("HotpotQA slice (%d questions, %d passages): all gold titles in the top 10 for %d, at least one for %d", len(qs), len(ps), all, any)
+	// Measured: 77 and 100. The bounds leave room for analyser changes, not
+	// for a broken ranking.
+	if all < 70 || any < 95 {
+		t.Errorf("question-only top 10: all gold titles for %d, one for %d questions; want at least 70 and 95", all, any)
+	}
+}

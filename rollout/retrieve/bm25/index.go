@@ -51,6 +51,8 @@ type Index struct {
 	meta     Meta
 
 	scratch sync.Pool // *searcher
+	// exhaustive turns pruning off, for tests that check it changes nothing.
+	exhaustive bool
 }
 
 // ErrClosed is returned by searches on a closed Index.
@@ -62,11 +64,11 @@ var ErrClosed = errors.New("bm25: index is closed")
 // never a crash.
 func Open(dir string) (*Index, error) {
 	path := filepath.Join(dir, indexFile)
-	b, unmapIndex, err := mapFile(path)
+	b, unmapIndex, err := mapFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
-	docs, unmapDocs, err := mapFile(filepath.Join(dir, docsFile))
+	docs, unmapDocs, err := mapFile(filepath.Join(dir, docsFile), true)
 	if err != nil {
 		unmapIndex()
 		return nil, fmt.Errorf("open index: %w", err)

@@ -19,6 +19,7 @@ type searcher struct {
 	terms      []queryTerm
 	rests      []float32
 	bits       []uint64 // candidate set during probe; all zero between searches
+	pruned     bool     // whether the last search skipped part of its postings
 	exclude    []uint32
 	top        []candidate
 	// tokTerm caches token -> term number (-1: stop word or unknown term), so
@@ -100,7 +101,7 @@ func (s *searcher) search(x *Index, q retrieve.Query) []candidate {
 		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
 		// Finding the k-th score costs a pass over the documents touched so
 		// far: worth it only before a list longer than that.
-		if len(touched) >= k && hi-lo > uint64(len(touched)) && s.kth(touched, k) > rests[i] {
+		if !x.exhaustive && len(touched) >= k && hi-lo > uint64(len(touched)) && s.kth(touched, k) > rests[i] {
 			break
 		}
 		docs := x.postDoc[lo:hi]
@@ -118,7 +119,8 @@ func (s *searcher) search(x *Index, q retrieve.Query) []candidate {
 	}
 
 	pool := touched
-	if i < len(terms) {
+	s.pruned = i < len(terms)
+	if s.pruned {
 		// Only documents that can still reach the k-th score matter now.
 		theta := s.kth(touched, k)
 		cands := s.candidates[:0]

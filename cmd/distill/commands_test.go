@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+)
+
+// TestSampleEndToEnd runs the README's commands on the bundled sample:
+// import it, index it, search it one query at a time and in batch.
+func TestSampleEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "sample")
+	idx := filepath.Join(ds, "index")
+
+	r := runDistill(t, "--quiet", "data", "import", "--dataset", "sample", "--out", ds)
+	if r.code != 0 {
+		t.Fatalf("data import: exit %d, stderr %q", r.code, r.stderr)
+	}
+	world := synth.Sample()
+	for _, want := range []string{"questions:", "200", "passages:", "969"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("data import output %q lacks %q", r.stdout, want)
+		}
+	}
+
+	r = runDistill(t, "data", "show", "-n", "2", filepath.Join(ds, data.QuestionsFile))
+	if r.code != 0 {
+		t.Fatalf("data show: exit %d, stderr %q", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("data show -n 2: got %d lines, want 2", len(lines))
+	}
+	var q data.Question
+	if err := json.Unmarshal([]byte(lines[0]), &q); err != nil || q.ID != world.Questions[0].ID {
+		t.Errorf("data show: first line %q: got id %q (err %v), want %q", lines[0], q.ID, err, world.Questions[0].ID)
+	}
+
+	r = runDistill(t, "--quiet", "index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx)
+	if r.code != 0 {
+		t.Fatalf("index: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "passages:") || !strings.Contains(r.stdout, "969") {
+		t.Errorf("index output %q lacks the passage count", r.stdout)
+	}
+	r = runDistill(t, "--quiet", "index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx)
+	if r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Errorf("index over an existing index: exit %d, stderr %q; want 1 and 'already exists'", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "index", "--dataset", "sample", "--out", idx, "--overwrite")
+	if r.code != 0 {
+		t.Fatalf("index --overwrite: exit %d, stderr %q", r.code, r.stderr)
+	}
+
+	// One query: the question's own gold passages should come first.
+	bridge := world.Questions[0]
+	r = runDistill(t, "search", "--index", idx, "-k", "3", "--json", bridge.Text)
+	if r.code != 0 {
+		t.Fatalf("search: exit %d, stderr %q", r.code, r.stderr)
+	}
+	var hits []struct {
+		Rank  int     `json:"rank"`
+		DocID string  `json:"doc_id"`
+		Title string  `json:"title"`
+		Score float64 `json:"score"`
+		Text  string  `json:"text"`
+	}
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var one struct {
+			Rank  int     `json:"rank"`
+			DocID string  `json:"doc_id"`
+			Title string  `json:"title"`
+			Score float64 `json:"score"`
+			Text  string  `json:"text"`
+		}
+		if err := json.Unmarshal([]byte(line), &one); err != nil {
+			t.Fatalf("search --json line %q: %v", line, err)
+		}
+		hits = append(hits, one)
+	}
+	if len(hits) != 3 || hits[0].Text == "" {
+		t.Fatalf("search --json: got %+v, want 3 hits with text", hits)
+	}
+	gold := map[string]bool{}
+	for _, g := range bridge.GoldTitles {
+		gold[g] = true
+	}
+	if !gold[hits[0].Title] {
+		t.Errorf("search %q: first hit %q is not a gold title %v", bridge.Text, hits[0].Title, bridge.GoldTitles)
+	}
+
+	// Excluding the first hit promotes the second.
+	r = runDistill(t, "search", "--index", idx, "-k", "1", "--json", "--exclude", hits[0].DocID, bridge.Text)
+	if r.code != 0 || !strings.Contains(r.stdout, hits[1].DocID) {
+		t.Errorf("search --exclude: exit %d, stdout %q; want hit %s", r.code, r.stdout, hits[1].DocID)
+	}
+
+	// Human-readable output names the title.
+	r = runDistill(t, "search", "--index", idx, "-k", "2", bridge.Text)
+	if r.code != 0 || !strings.Contains(r.stdout, hits[0].Title) {
+		t.Errorf("search: exit %d, stdout %q; want %q in it", r.code, r.stdout, hits[0].Title)
+	}
+
+	// Batch mode: every question, in order, k lines each.
+	qfile := filepath.Join(dir, "queries.jsonl")
+	f, err := os.Create(qfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := json.NewEncoder(f)
+	for _, q := range world.Questions {
+		enc.Encode(map[string]string{"id": q.ID, "query": q.Text})
+	}
+	f.Close()
+	r = runDistill(t, "--quiet", "search", "--index", idx, "-k", "5", "--queries", qfile)
+	if r.code != 0 {
+		t.Fatalf("batch search: exit %d, stderr %q", r.code, r.stderr)
+	}
+	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	n := 0
+	allGold := 0
+	for sc.Scan() {
+		var h struct {
+			QueryID string  `json:"query_id"`
+			Rank    int     `json:"rank"`
+			DocID   string  `json:"doc_id"`
+			Title   string  `json:"title"`
+			Score   float64 `json:"score"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+			t.Fatalf("batch line %q: %v", sc.Text(), err)
+		}
+		wantQ := world.Questions[n/5]
+		if h.QueryID != wantQ.ID || h.Rank != n%5+1 {
+			t.Fatalf("batch line %d: got query %s rank %d, want %s rank %d", n, h.QueryID, h.Rank, wantQ.ID, n%5+1)
+		}
+		if h.Rank == 1 && (h.Title == wantQ.GoldTitles[0] || h.Title == wantQ.GoldTitles[1]) {
+			allGold++
+		}
+		n++
+	}
+	if n != 5*len(world.Questions) {
+		t.Errorf("batch search: got %d lines, want %d", n, 5*len(world.Questions))
+	}
+	t.Logf("sample: a gold passage ranks first for %d of %d questions", allGold, len(world.Questions))
+	if allGold < len(world.Questions)*3/4 {
+		t.Errorf("a gold passage ranks first for only %d of %d sample questions", allGold, len(world.Questions))
+	}
+
+	r = runDistill(t, "--quiet", "search", "--index", idx, "-k", "2", "--format", "trec", "--run-tag", "t1", "--queries", qfile)
+	first := strings.SplitN(r.stdout, "\n", 2)[0]
+	if r.code != 0 || !strings.HasPrefix(first, world.Questions[0].ID+" Q0 ") || !strings.HasSuffix(first, " t1") {
+		t.Errorf("trec run: exit %d, first line %q", r.code, first)
+	}
+}
+
+func TestCommandUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	good := `{"_id": "1", "question": "q", "answer": "a", "type": "bridge", "level": "easy", "supporting_facts": [["T", 0]], "context": [["T", ["A sentence."]]]}`
+	os.WriteFile(bad, []byte(good+"\nnot json\n"), 0o644)
+	odd := filepath.Join(dir, "odd.jsonl")
+	os.WriteFile(odd, []byte(`{"question": "q"}`+"\n"), 0o644)
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{"import without out", []string{"data", "import", "--dataset", "sample"}, 2, "--out is required"},
+		{"import without in", []string{"data", "import", "--out", dir}, 2, "--in and --format are required"},
+		{"import unknown format", []string{"data", "import", "--in", bad, "--format", "squad", "--out", dir}, 2, `unknown question format "squad"`},
+		{"import unknown dataset", []string{"data", "import", "--dataset", "nq", "--out", dir}, 2, `unknown --dataset "nq"`},
+		{"import bad record", []string{"data", "import", "--in", bad, "--format", "hotpotqa", "--out", filepath.Join(dir, "o")}, 1, "bad.jsonl: record 2 (line 2): invalid JSON"},
+		{"import missing file", []string{"data", "import", "--in", filepath.Join(dir, "nope.json"), "--format", "hotpotqa", "--out", dir}, 1, "nope.json"},
+		{"show flag after file", []string{"data", "show", "x.parquet", "-n", "3"}, 2, "put flags before arguments"},
+		{"show no file", []string{"data", "show"}, 2, "want one FILE"},
+		{"synth bad size", []string{"data", "synth", "--questions", "0", "--out", dir}, 2, "question count out of range"},
+		{"index without out", []string{"index", "--dataset", "sample"}, 2, "--out is required"},
+		{"index without corpus", []string{"index", "--out", dir}, 2, "--corpus or --dataset is required"},
+		{"index bad corpus format", []string{"index", "--corpus", bad, "--corpus-format", "csv", "--out", filepath.Join(dir, "i")}, 2, `unknown corpus format "csv"`},
+		{"index undetectable corpus", []string{"index", "--corpus", odd, "--out", filepath.Join(dir, "i")}, 1, "cannot tell the corpus format"},
+		{"search without index", []string{"search", "who"}, 2, "--index is required"},
+		{"search nothing", []string{"search", "--index", dir}, 2, "give a QUERY or --queries FILE"},
+		{"search bad k", []string{"search", "--index", dir, "-k", "0", "who"}, 2, "-k must be at least 1"},
+		{"search not an index", []string{"search", "--index", dir, "who"}, 1, "is not an index directory"},
+		{"search flag after query", []string{"search", "--index", dir, "who", "--json"}, 2, "put flags before arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runDistill(t, append([]string{"--quiet"}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.inStderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tc.code, tc.inStderr)
+			}
+		})
+	}
+}
+
+// TestImportRealDatasets imports the shared slices through the CLI and checks
+// the counts it prints.
+func TestImportRealDatasets(t *testing.T) {
+	shared := filepath.Join("..", "..", "..", "shared", "data")
+	if _, err := os.Stat(shared); err != nil {
+		t.Skipf("shared datasets not found at %s (they sit beside the repository): %v", shared, err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"hotpotqa", []string{"--format", "hotpotqa", "--in", filepath.Join(shared, "hotpotqa", "hotpot_train_distractor_100.json")},
+			[]string{"questions:", " 100\n", "passages:", " 994\n"}},
+		{"2wiki", []string{"--format", "flashrag", "--name", "2wikimultihopqa", "--in", filepath.Join(shared, "2wikimultihopqa", "2wiki_dev_sample_40.jsonl"),
+			"--corpus", filepath.Join(shared, "2wikimultihopqa", "2wiki_corpus.jsonl")},
+			[]string{" 40\n", " 6119\n", "questions with all gold titles in the corpus:  40"}},
+		{"musique", []string{"--format", "musique", "--in", filepath.Join(shared, "musique", "musique_train_100.json"),
+			"--corpus", filepath.Join(shared, "musique", "musique_train_corpus.json")},
+			[]string{" 100\n", " 1890\n"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), tc.name)
+			r := runDistill(t, append([]string{"--quiet", "data", "import", "--out", out}, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("output %q lacks %q", r.stdout, w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+)
+
+// datasetSample is the value of --dataset that selects the bundled sample.
+const datasetSample = "sample"
+
+func dataCommand() *cli.Command {
+	return withConfig(&cli.Command{
+		Name:  "data",
+		Usage: "import datasets and corpora, synthesise the sample, show rows",
+		Subcommands: []*cli.Command{
+			dataImportCommand(),
+			dataSynthCommand(),
+			dataShowCommand(),
+		},
+	})
+}
+
+func dataImportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "import",
+		Usage: "convert a QA dataset (and its corpus) into questions.parquet and corpus.parquet",
+		Description: `Reads a question file in its dataset's own layout and writes DIR/questions.parquet
+and, when there is a corpus, DIR/corpus.parquet. HotpotQA, 2Wiki and MuSiQue files
+carry context paragraphs: their unique paragraphs become the corpus (doc id = sha1 of
+title + "\n" + text) unless --corpus names a corpus file. --dataset sample imports
+the bundled synthetic sample instead of a file.`,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Usage: "question file layout: " + names(data.QuestionFormats())},
+			&cli.PathFlag{Name: "in", Usage: "question `FILE` (JSON list or JSONL, optionally .gz)", TakesFile: true},
+			&cli.PathFlag{Name: "corpus", Usage: "corpus `FILE` (instead of the questions' context paragraphs)", TakesFile: true},
+			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
+			&cli.StringFlag{Name: "dataset", Usage: "import a bundled dataset instead of --in: " + datasetSample},
+			&cli.StringFlag{Name: "name", Usage: "dataset name recorded with each question (default: the format's dataset)"},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR`", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad records instead of stopping at the first"},
+		},
+		Action: func(c *cli.Context) error {
+			out := c.Path("out")
+			if out == "" {
+				return usageErrorf("data import: --out is required")
+			}
+			if c.String("dataset") != "" {
+				if c.String("dataset") != datasetSample {
+					return usageErrorf("data import: unknown --dataset %q (bundled: %s)", c.String("dataset"), datasetSample)
+				}
+				if c.Path("in") != "" {
+					return usageErrorf("data import: give --in or --dataset, not both")
+				}
+				w := synth.Sample()
+				if err := data.WriteDataset(out, w.Questions, w.Passages); err != nil {
+					return err
+				}
+				return printCounts(c.App.Writer, [][2]any{
+					{"dataset", datasetSample + " (synthetic, built in)"},
+					{"questions", len(w.Questions)}, {"passages", len(w.Passages)},
+					{"questions file", filepath.Join(out, data.QuestionsFile)},
+					{"corpus file", filepath.Join(out, data.CorpusFile)},
+				})
+			}
+			if c.Path("in") == "" || c.String("format") == "" {
+				return usageErrorf("data import: --in and --format are required (or --dataset %s)", datasetSample)
+			}
+			qf, err := data.ParseQuestionFormat(c.String("format"))
+			if err != nil {
+				return usageErrorf("data import: %w", err)
+			}
+			opts := data.ImportOptions{
+				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
+				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c),
+			}
+			if opts.Corpus != "" {
+				if opts.CorpusFormat, err = corpusFormat(opts.Corpus, c.String("corpus-format")); err != nil {
+					return err
+				}
+			}
+			res, err := data.Import(c.Context, opts)
+			if err != nil {
+				return err
+			}
+			rows := [][2]any{
+				{"questions", res.Questions}, {"passages", res.Passages},
+				{"duplicate passages", res.DuplicatePassages}, {"empty passages", res.EmptyPassages},
+				{"bad records skipped", res.BadRecords}, {"unresolved supporting facts", res.UnresolvedFacts},
+				{"questions with all gold titles in the corpus", res.QuestionsWithAllGoldTitles},
+				{"questions file", res.QuestionsPath},
+			}
+			if res.CorpusPath != "" {
+				rows = append(rows, [2]any{"corpus file", res.CorpusPath})
+			}
+			if err := printCounts(c.App.Writer, rows); err != nil {
+				return err
+			}
+			for _, e := range res.Errors {
+				fmt.Fprintf(c.App.Writer, "skipped: %v\n", e)
+			}
+			if n := res.BadRecords - len(res.Errors); n > 0 {
+				fmt.Fprintf(c.App.Writer, "skipped: ... and %d more\n", n)
+			}
+			return nil
+		},
+	}
+}
+
+func dataSynthCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "synth",
+		Usage: "write a synthetic multi-hop dataset (the bundled sample is seed 42, 200 questions)",
+		Flags: []cli.Flag{
+			&cli.Uint64Flag{Name: "seed", Value: synth.DefaultSeed, Usage: "random seed: the same seed and size give the same dataset"},
+			&cli.IntFlag{Name: "questions", Value: synth.DefaultQuestions, Usage: fmt.Sprintf("number of questions, 1 to %d", synth.MaxQuestions)},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR`", EnvVars: []string{"DISTILL_OUT"}},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Path("out") == "" {
+				return usageErrorf("data synth: --out is required")
+			}
+			w, err := synth.Generate(synth.Config{Seed: c.Uint64("seed"), Questions: c.Int("questions")})
+			if err != nil {
+				return usageErrorf("data synth: %w", err)
+			}
+			if err := data.WriteDataset(c.Path("out"), w.Questions, w.Passages); err != nil {
+				return err
+			}
+			return printCounts(c.App.Writer, [][2]any{
+				{"questions", len(w.Questions)}, {"passages", len(w.Passages)},
+				{"questions file", filepath.Join(c.Path("out"), data.QuestionsFile)},
+				{"corpus file", filepath.Join(c.Path("out"), data.CorpusFile)},
+			})
+		},
+	}
+}
+
+func dataShowCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "show",
+		Usage:     "print rows of a parquet file written by distill as JSON lines",
+		ArgsUsage: "FILE",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "n", Value: 10, Usage: "rows to print; 0 prints all"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := rejectFlagsAfterArgs(c); err != nil {
+				return err
+			}
+			if c.NArg() != 1 {
+				return usageErrorf("data show: want one FILE, got %d arguments", c.NArg())
+			}
+			return data.ShowParquet(c.App.Writer, c.Args().First(), c.Int("n"))
+		},
+	}
+}
+
+// corpusFormat resolves --corpus-format, detecting it from the file for "auto".
+func corpusFormat(path, name string) (data.CorpusFormat, error) {
+	if name == "" || name == "auto" {
+		return data.DetectCorpusFormat(path)
+	}
+	f, err := data.ParseCorpusFormat(name)
+	if err != nil {
+		return "", usageErrorf("%w", err)
+	}
+	return f, nil
+}
+
+// printCounts writes "name: value" lines, names aligned.
+func printCounts(w io.Writer, rows [][2]any) error {
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(fmt.Sprint(r[0])))
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "%-*s  %v\n", width+1, fmt.Sprint(r[0])+":", r[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// names joins format names for help texts.
+func names[S ~string](all []S) string {
+	out := ""
+	for i, s := range all {
+		if i > 0 {
+			out += ", "
+		}
+		out += string(s)
+	}
+	return out
+}

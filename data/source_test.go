@@ -1,0 +1,123 @@
+package data
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestDetectCorpusFormat(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name, content string
+		want          CorpusFormat
+		wantErr       bool
+	}{
+		{"c.jsonl", `{"id": "1", "title": "T", "text": "x"}` + "\n", CorpusJSONL, false},
+		{"c2.jsonl", "\ufeff  \n" + `{"title": "T", "id": "1", "text": "x"}`, CorpusJSONL, false},
+		{"beir.jsonl", `{"_id": "1", "title": "T", "text": "x", "metadata": {}}`, CorpusBEIR, false},
+		{"flash.jsonl", `{"id": "1", "contents": "T\nx"}`, CorpusFlashRAG, false},
+		{"list.json", `[{"title": "T", "text": "x"}, {"title": "U", "text": "y"}]`, CorpusJSONList, false},
+		{"listid.json", `[{"id": "a", "title": "T", "text": "x"}]`, CorpusJSONL, false},
+		{"ts.json", `{"Title one": ["s1", "s2"], "Title two": ["s3"]}`, CorpusTitleSentences, false},
+		{"c.parquet", ``, CorpusParquet, false},
+		{"empty.jsonl", ``, "", true},
+		{"num.json", `[1, 2]`, "", true},
+		{"odd.jsonl", `{"question": "q"}`, "", true},
+		{"broken.jsonl", `{"id": `, "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name)
+			if tc.want != CorpusParquet {
+				if err := os.WriteFile(path, []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := DetectCorpusFormat(path)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("DetectCorpusFormat: got error %v, want error: %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSkipBad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.jsonl")
+	content := `{"id": "1", "title": "A", "text": "x"}
+not json
+{"id": "2", "title": "B", "text": ""}
+{"id": "3", "title": "C", "text": "z"}
+`
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenCorpus(path, CorpusJSONL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var lines []int
+	s := &SkipBad{Source: r, OnBad: func(e *RecordError) { lines = append(lines, e.Line) }}
+	var ids []string
+	for {
+		p, err := s.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	if diff := cmp.Diff([]string{"1", "3"}, ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{2, 3}, lines); diff != "" {
+		t.Errorf("bad lines (-want +got):\n%s", diff)
+	}
+	if s.Skipped != 2 {
+		t.Errorf("got Skipped=%d, want 2", s.Skipped)
+	}
+}
+
+func TestWriteDataset(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	qs := []Question{{ID: "q1", Text: "Who?", Answers: []string{"Ann"}, GoldTitles: []string{"A"}, Dataset: "x"}}
+	ps := []Passage{{ID: "p1", Title: "A", Text: "Ann did.", Sentences: []string{"Ann did."}}, {ID: "p2", Title: "B", Text: "Bob."}}
+	if err := WriteDataset(dir, qs, ps); err != nil {
+		t.Fatal(err)
+	}
+	gotQ, err := ReadParquet[Question](filepath.Join(dir, QuestionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotP, err := ReadParquet[Passage](filepath.Join(dir, CorpusFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(qs, gotQ, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(ps, gotP, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("passages (-want +got):\n%s", diff)
+	}
+	src := NewPassageSlice(ps)
+	for i := range ps {
+		p, err := src.Next()
+		if err != nil || p.ID != ps[i].ID {
+			t.Fatalf("PassageSlice.Next() = %v, %v; want %s", p.ID, err, ps[i].ID)
+		}
+	}
+	if _, err := src.Next(); err != io.EOF {
+		t.Errorf("after the last passage: got %v, want io.EOF", err)
+	}
+}
