@@ -125,7 +125,7 @@ func searchBatch(c *cli.Context) error {
 	defer x.Close()
 	bar := newProgress(c, int64(len(queries)), "searching")
 	start := time.Now()
-	err = retrieve.SearchBatch(c.Context, x, queries, retrieve.BatchOptions{K: c.Int("k"), Workers: c.Int("workers")},
+	err = retrieve.SearchBatch(c.Context, x, queries, retrieve.BatchOptions{K: c.Int("k"), Workers: c.Int("workers"), TitlesOnly: true},
 		func(res retrieve.BatchResult) error {
 			bar.Add(1)
 			return rw.Write(res)

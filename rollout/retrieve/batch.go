@@ -90,6 +90,8 @@ type BatchOptions struct {
 	K int
 	// Workers is the number of concurrent searches; zero means one per CPU.
 	Workers int
+	// TitlesOnly asks for hits without text (see Query.TitlesOnly).
+	TitlesOnly bool
 }
 
 // BatchResult is the answer to the i-th query of a batch.
@@ -141,7 +143,7 @@ func SearchBatch(ctx context.Context, r Retriever, queries []BatchQuery, opts Ba
 				defer func() { <-sem }()
 				res := make([]BatchResult, 0, end-start)
 				for i := start; i < end; i++ {
-					hits, err := r.Search(ctx, Query{Text: queries[i].Text, K: opts.K})
+					hits, err := r.Search(ctx, Query{Text: queries[i].Text, K: opts.K, TitlesOnly: opts.TitlesOnly})
 					if err != nil {
 						ch <- result{err: fmt.Errorf("query %q: %w", queries[i].ID, err)}
 						return nil

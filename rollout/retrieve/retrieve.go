@@ -19,8 +19,9 @@
 //   - A cancelled context makes Search return ctx.Err() (possibly wrapped)
 //     unless the search had already finished.
 //   - Every hit carries the whole passage (id, title, text, given sentences)
-//     so that callers never go back to the corpus; the passage is a copy the
-//     caller may keep.
+//     so that callers never go back to the corpus, unless q.TitlesOnly asks
+//     for ids and titles alone (text and sentences are then empty); the
+//     passage is a copy the caller may keep.
 //   - Errors other than ErrBadK and context errors mean the backend itself is
 //     broken (a damaged index file, an unreachable server): callers treat
 //     them as systemic.
@@ -45,6 +46,10 @@ type Query struct {
 	// Exclude lists doc ids that must not be returned (documents seen in
 	// earlier rounds). Ids unknown to the backend are ignored.
 	Exclude []string
+	// TitlesOnly asks for hits with doc id, title and score only, for
+	// callers that rank and never read the text (batch runs); it saves the
+	// backend fetching passages.
+	TitlesOnly bool
 }
 
 // Hit is one retrieved passage with its score.

@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -204,4 +205,38 @@ func mappedResident(dir string) int64 {
 		}
 	}
 	return total
+}
+
+// TestWriteBenchmarkCorpus writes the benchmark corpus (corpus.jsonl) and
+// 20,000 queries (queries.tsv) to the directory named by
+// DISTILL_WRITE_BENCH_CORPUS, for timing the CLI against other engines on
+// the same data:
+//
+//	DISTILL_WRITE_BENCH_CORPUS=/tmp/bench go test -run TestWriteBenchmarkCorpus ./rollout/retrieve/bm25/
+//	distill index --corpus /tmp/bench/corpus.jsonl --out /tmp/bench/idx
+//	distill search --index /tmp/bench/idx -k 10 --queries /tmp/bench/queries.tsv > /dev/null
+func TestWriteBenchmarkCorpus(t *testing.T) {
+	dir := os.Getenv("DISTILL_WRITE_BENCH_CORPUS")
+	if dir == "" {
+		t.Skip("set DISTILL_WRITE_BENCH_CORPUS=DIR to write the benchmark corpus")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	corpus, _ := benchData()
+	var b strings.Builder
+	for _, p := range corpus {
+		fmt.Fprintf(&b, "{\"id\":%q,\"title\":%q,\"text\":%q}\n", p.ID, p.Title, p.Text)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "corpus.jsonl"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := newGenerator(43, benchVocab)
+	b.Reset()
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "q%d\t%s\n", i+1, g.query())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "queries.tsv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -112,25 +112,33 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 		return BuildStats{}, err
 	}
 	defer b.docFile.Close()
-	for n := int64(0); ; n++ {
-		if n%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return BuildStats{}, err
+	// Reading (decoding JSON, say) runs in its own goroutine, ahead of the
+	// analysis, so that the two share the machine's cores.
+	rctx, stopReading := context.WithCancel(ctx)
+	batches, readerDone := prefetch(rctx, src)
+	// The reader must be done with src before Build returns and the caller
+	// closes it.
+	defer func() { stopReading(); <-readerDone }()
+	n := int64(0)
+	for batch := range batches {
+		if batch.err != nil {
+			return BuildStats{}, fmt.Errorf("build index: read passage %d: %w", n+int64(len(batch.ps))+1, batch.err)
+		}
+		for _, p := range batch.ps {
+			n++
+			if err := b.add(p); err != nil {
+				return BuildStats{}, fmt.Errorf("build index: passage %d: %w", n, err)
 			}
-			if opts.Progress != nil && n%16384 == 0 {
-				opts.Progress(n)
-			}
 		}
-		p, err := src.Next()
-		if err == io.EOF {
-			break
+		if err := ctx.Err(); err != nil {
+			return BuildStats{}, err
 		}
-		if err != nil {
-			return BuildStats{}, fmt.Errorf("build index: read passage %d: %w", n+1, err)
+		if opts.Progress != nil {
+			opts.Progress(n)
 		}
-		if err := b.add(p); err != nil {
-			return BuildStats{}, fmt.Errorf("build index: passage %d: %w", n+1, err)
-		}
+	}
+	if err := ctx.Err(); err != nil {
+		return BuildStats{}, err
 	}
 	if opts.Progress != nil {
 		opts.Progress(int64(len(b.docLen)))
@@ -168,6 +176,52 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 	return st, nil
 }
 
+// batch is a run of passages read ahead, or the error that ended reading.
+type batch struct {
+	ps  []data.Passage
+	err error
+}
+
+// prefetch reads src in a goroutine of its own and sends its passages in
+// batches. The channel is closed after the last batch, after a batch with
+// an error, or once ctx is done; done is closed when the goroutine has
+// returned.
+func prefetch(ctx context.Context, src Source) (batches <-chan batch, done <-chan struct{}) {
+	const size = 512
+	out := make(chan batch, 8)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		defer close(out)
+		for {
+			b := batch{ps: make([]data.Passage, 0, size)}
+			for len(b.ps) < size {
+				p, err := src.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					b.err = err
+					break
+				}
+				b.ps = append(b.ps, p)
+			}
+			if len(b.ps) == 0 && b.err == nil {
+				return
+			}
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				return
+			}
+			if b.err != nil || len(b.ps) < size {
+				return
+			}
+		}
+	}()
+	return out, finished
+}
+
 func avgLen(h header) float64 {
 	if h.Docs == 0 {
 		return 0
@@ -190,19 +244,19 @@ type builder struct {
 	freq     []uint32
 	docTerms []int32
 	// All postings, in document order.
-	pTerm []uint32
-	pDoc  []uint32
-	pTF   []uint16
+	postings blocks[posting]
 
-	docLen   []uint32
-	totalLen uint64
-	idOff    []uint64
-	idData   []byte
-	docOff   []uint64
-	docFile  *os.File
-	docW     *bufio.Writer
-	docBytes uint64
-	scratch  []byte
+	docLen    []uint32
+	totalLen  uint64
+	idOff     []uint64
+	idData    []byte
+	titleOff  []uint64
+	titleData []byte
+	docOff    []uint64
+	docFile   *os.File
+	docW      *bufio.Writer
+	docBytes  uint64
+	scratch   []byte
 }
 
 func newBuilder(dir string) (*builder, error) {
@@ -213,12 +267,13 @@ func newBuilder(dir string) (*builder, error) {
 	w := bufio.NewWriterSize(f, 1<<20)
 	w.WriteString(docsMagic)
 	return &builder{
-		tokTerm: newTokenTable(),
-		termNum: make(map[string]int32, 1<<16),
-		docFile: f,
-		docW:    w,
-		idOff:   []uint64{0},
-		docOff:  []uint64{0},
+		tokTerm:  newTokenTable(),
+		termNum:  make(map[string]int32, 1<<16),
+		docFile:  f,
+		docW:     w,
+		idOff:    []uint64{0},
+		titleOff: []uint64{0},
+		docOff:   []uint64{0},
 	}, nil
 }
 
@@ -251,22 +306,57 @@ func (b *builder) add(p data.Passage) error {
 	b.an.Each(p.Title, visit)
 	b.an.Each(p.Text, visit)
 	for _, t := range b.docTerms {
-		b.pTerm = append(b.pTerm, uint32(t))
-		b.pDoc = append(b.pDoc, uint32(d))
-		b.pTF = append(b.pTF, uint16(min(b.freq[t], math.MaxUint16)))
+		b.postings.add(posting{term: uint32(t), doc: uint32(d), tf: uint16(min(b.freq[t], math.MaxUint16))})
 	}
 	b.docLen = append(b.docLen, length)
 	b.totalLen += uint64(length)
 	b.idData = append(b.idData, p.ID...)
 	b.idOff = append(b.idOff, uint64(len(b.idData)))
+	b.titleData = append(b.titleData, p.Title...)
+	b.titleOff = append(b.titleOff, uint64(len(b.titleData)))
 
-	b.scratch = encodeDoc(b.scratch[:0], p.Title, p.Text, p.Sentences)
+	b.scratch = encodeDoc(b.scratch[:0], p.Text, p.Sentences)
 	if _, err := b.docW.Write(b.scratch); err != nil {
 		return fmt.Errorf("store passage: %w", err)
 	}
 	b.docBytes += uint64(len(b.scratch))
 	b.docOff = append(b.docOff, b.docBytes)
 	return nil
+}
+
+type posting struct {
+	term, doc uint32
+	tf        uint16
+}
+
+// blocks is an append-only sequence kept in fixed-size blocks, so that
+// growing it never copies what it already holds (the postings of a large
+// corpus run to hundreds of millions).
+type blocks[T any] struct {
+	full [][]T
+	cur  []T
+	n    int
+}
+
+const blockLen = 1 << 16
+
+func (b *blocks[T]) add(v T) {
+	if len(b.cur) == cap(b.cur) {
+		if b.cur != nil {
+			b.full = append(b.full, b.cur)
+		}
+		b.cur = make([]T, 0, blockLen)
+	}
+	b.cur = append(b.cur, v)
+	b.n++
+}
+
+// all returns the blocks in order.
+func (b *blocks[T]) all() [][]T {
+	if len(b.cur) == 0 {
+		return b.full
+	}
+	return append(b.full[:len(b.full):len(b.full)], b.cur)
 }
 
 // termFor analyses a token seen for the first time and caches the result.
@@ -303,7 +393,7 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	if err := b.docFile.Close(); err != nil {
 		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
 	}
-	n, v, p := len(b.docLen), len(b.terms), len(b.pDoc)
+	n, v, p := len(b.docLen), len(b.terms), b.postings.n
 
 	// Doc ids must be unique: sort document numbers by id and look at neighbours.
 	idOrder := make([]uint32, n)
@@ -340,8 +430,10 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 
 	// Counting sort of the postings by term keeps documents ascending.
 	postOff := make([]uint64, v+1)
-	for _, t := range b.pTerm {
-		postOff[rank[t]+1]++
+	for _, blk := range b.postings.all() {
+		for _, ps := range blk {
+			postOff[rank[ps.term]+1]++
+		}
 	}
 	for i := 1; i <= v; i++ {
 		postOff[i] += postOff[i-1]
@@ -351,14 +443,15 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	postTF := make([]uint16, p)
 	termMax := make([]float32, v)
 	norm := norms(b.docLen, k1, bParam, float64(b.totalLen)/float64(max(n, 1)))
-	for i, t := range b.pTerm {
-		r := rank[t]
-		j := next[r]
-		next[r]++
-		d, tf := b.pDoc[i], b.pTF[i]
-		postDoc[j] = d
-		postTF[j] = tf
-		termMax[r] = max(termMax[r], impact(tf, norm[d]))
+	for _, blk := range b.postings.all() {
+		for _, ps := range blk {
+			r := rank[ps.term]
+			j := next[r]
+			next[r]++
+			postDoc[j] = ps.doc
+			postTF[j] = ps.tf
+			termMax[r] = max(termMax[r], impact(ps.tf, norm[ps.doc]))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return header{}, 0, err
@@ -388,6 +481,8 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	h.Sections[secIDOff] = w.put(asBytes(b.idOff))
 	h.Sections[secIDData] = w.put(b.idData)
 	h.Sections[secIDOrder] = w.put(asBytes(idOrder))
+	h.Sections[secTitleOff] = w.put(asBytes(b.titleOff))
+	h.Sections[secTitleData] = w.put(b.titleData)
 	h.Sections[secDocOff] = w.put(asBytes(b.docOff))
 	if w.err == nil {
 		w.err = w.w.Flush()

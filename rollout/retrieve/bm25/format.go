@@ -24,16 +24,18 @@ import (
 //	idOff    [N+1]uint64  offsets of each doc id in idData
 //	idData   []byte       the doc ids, concatenated in document order
 //	idOrder  [N]uint32    document numbers sorted by doc id, for exclusion
+//	titleOff [N+1]uint64  offsets of each title in titleData
+//	titleData []byte      the titles, concatenated in document order
 //	docOff   [N+1]uint64  offsets of each stored document in docs.bin's body
 //
 // Every section starts on an 8-byte boundary. docs.bin is docsMagic
 // followed by the stored documents (see encodeDoc); searches touch it only
-// for the passages they return.
+// for the passages whose text they return.
 const (
 	magic         = "DSTLBM25"
 	docsMagic     = "DSTLDOCS"
 	formatVersion = 1
-	headerSize    = 256
+	headerSize    = 512
 	indexFile     = "index.bin"
 	docsFile      = "docs.bin"
 	metaFile      = "meta.json"
@@ -50,9 +52,14 @@ const (
 	secIDOff
 	secIDData
 	secIDOrder
+	secTitleOff
+	secTitleData
 	secDocOff
 	numSections
 )
+
+// The section table must fit in the header: this fails to compile if not.
+const _ = uint(headerSize - 64 - 16*numSections)
 
 // header is the fixed part at the start of index.bin.
 type header struct {
@@ -113,7 +120,8 @@ func decodeHeader(b []byte) (header, error) {
 	want := [numSections]uint64{
 		secDocLen: 4 * h.Docs, secTermOff: 8 * (h.Terms + 1), secPostOff: 8 * (h.Terms + 1),
 		secPostDoc: 4 * h.Postings, secPostTF: 2 * h.Postings, secTermMax: 4 * h.Terms,
-		secIDOff: 8 * (h.Docs + 1), secIDOrder: 4 * h.Docs, secDocOff: 8 * (h.Docs + 1),
+		secIDOff: 8 * (h.Docs + 1), secIDOrder: 4 * h.Docs, secTitleOff: 8 * (h.Docs + 1),
+		secDocOff: 8 * (h.Docs + 1),
 	}
 	for i, w := range want {
 		if w != 0 && h.Sections[i].Len != w {
@@ -141,7 +149,7 @@ func view[T uint16 | uint32 | uint64 | float32](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size)
 }
 
-// Stored documents: uvarint-length-prefixed title and text, then the
+// Stored documents: the uvarint-length-prefixed text, then the
 // sentence count and, for each sentence, either its [start, end) byte range
 // in text (when all sentences are pieces of text in order, the common case)
 // or the sentence itself.
@@ -155,8 +163,7 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func encodeDoc(b []byte, title, text string, sentences []string) []byte {
-	b = appendString(b, title)
+func encodeDoc(b []byte, text string, sentences []string) []byte {
 	b = appendString(b, text)
 	b = binary.AppendUvarint(b, uint64(len(sentences)))
 	if len(sentences) == 0 {

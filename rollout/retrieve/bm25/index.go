@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/retrieve"
@@ -33,24 +34,28 @@ type Index struct {
 	closed bool
 	unmap  []func() error
 
-	n, v     int
-	k1, b    float64
-	avgLen   float64
-	norm     []float32 // k1 * (1 - b + b*dl/avgdl), per document
-	termOff  []uint64
-	termData []byte
-	postOff  []uint64
-	postDoc  []uint32
-	postTF   []uint16
-	termMax  []float32
-	idOff    []uint64
-	idData   []byte
-	idOrder  []uint32
-	docOff   []uint64
-	docData  []byte
-	meta     Meta
+	n, v      int
+	k1, b     float64
+	avgLen    float64
+	norm      []float32 // k1 * (1 - b + b*dl/avgdl), per document
+	termOff   []uint64
+	termData  []byte
+	postOff   []uint64
+	postDoc   []uint32
+	postTF    []uint16
+	termMax   []float32
+	idOff     []uint64
+	idData    []byte
+	idOrder   []uint32
+	titleOff  []uint64
+	titleData []byte
+	docOff    []uint64
+	docData   []byte
+	meta      Meta
 
 	scratch sync.Pool // *searcher
+	// checked has a bit per term whose postings have been verified.
+	checked []atomic.Uint64
 	// exhaustive turns pruning off, for tests that check it changes nothing.
 	exhaustive bool
 }
@@ -98,16 +103,18 @@ func newIndex(b, docs []byte) (*Index, error) {
 	sec := func(i int) []byte { s := h.Sections[i]; return b[s.Off : s.Off+s.Len] }
 	x := &Index{
 		n: int(h.Docs), v: int(h.Terms), k1: h.K1, b: h.B, avgLen: avgLen(h),
-		termOff:  load[uint64](sec(secTermOff)),
-		termData: sec(secTermData),
-		postOff:  load[uint64](sec(secPostOff)),
-		postDoc:  load[uint32](sec(secPostDoc)),
-		postTF:   load[uint16](sec(secPostTF)),
-		termMax:  load[float32](sec(secTermMax)),
-		idOff:    load[uint64](sec(secIDOff)),
-		idData:   sec(secIDData),
-		idOrder:  load[uint32](sec(secIDOrder)),
-		docOff:   load[uint64](sec(secDocOff)),
+		termOff:   load[uint64](sec(secTermOff)),
+		termData:  sec(secTermData),
+		postOff:   load[uint64](sec(secPostOff)),
+		postDoc:   load[uint32](sec(secPostDoc)),
+		postTF:    load[uint16](sec(secPostTF)),
+		termMax:   load[float32](sec(secTermMax)),
+		idOff:     load[uint64](sec(secIDOff)),
+		idData:    sec(secIDData),
+		idOrder:   load[uint32](sec(secIDOrder)),
+		titleOff:  load[uint64](sec(secTitleOff)),
+		titleData: sec(secTitleData),
+		docOff:    load[uint64](sec(secDocOff)),
 	}
 	if len(docs) < len(docsMagic) || string(docs[:len(docsMagic)]) != docsMagic {
 		return nil, fmt.Errorf("%s: %w", docsFile, errCorrupt)
@@ -143,6 +150,8 @@ func (x *Index) check() error {
 		return fmt.Errorf("document offsets: %w", errCorrupt)
 	case !ascending(x.idOff, uint64(len(x.idData))):
 		return fmt.Errorf("id offsets: %w", errCorrupt)
+	case !ascending(x.titleOff, uint64(len(x.titleData))):
+		return fmt.Errorf("title offsets: %w", errCorrupt)
 	case x.n > 0 && x.avgLen <= 0:
 		return fmt.Errorf("average length: %w", errCorrupt)
 	}
@@ -156,16 +165,26 @@ func (x *Index) check() error {
 			return fmt.Errorf("term bounds: %w", errCorrupt)
 		}
 	}
-	for t := 0; t < x.v; t++ {
-		docs := x.postDoc[x.postOff[t]:x.postOff[t+1]]
-		prev := -1
-		for _, d := range docs {
-			if int(d) <= prev || int(d) >= x.n {
-				return fmt.Errorf("postings of term %d: %w", t, errCorrupt)
-			}
-			prev = int(d)
-		}
+	x.checked = make([]atomic.Uint64, (x.v+63)/64)
+	return nil
+}
+
+// checkPostings verifies the posting list of term t the first time a search
+// uses it: document numbers ascending and in range. Checking lazily keeps
+// Open from reading (and making resident) every posting of a large index.
+func (x *Index) checkPostings(t int32) error {
+	word, bit := &x.checked[t>>6], uint64(1)<<(t&63)
+	if word.Load()&bit != 0 {
+		return nil
 	}
+	prev := -1
+	for _, d := range x.postDoc[x.postOff[t]:x.postOff[t+1]] {
+		if int(d) <= prev || int(d) >= x.n {
+			return fmt.Errorf("postings of term %d: %w", t, errCorrupt)
+		}
+		prev = int(d)
+	}
+	word.Or(bit)
 	return nil
 }
 
@@ -262,10 +281,16 @@ func (x *Index) lookup(id string) int {
 	return -1
 }
 
+// header returns the id and title of document d, read from index.bin alone.
+func (x *Index) header(d uint32) data.Passage {
+	return data.Passage{ID: string(x.docID(d)), Title: string(x.titleData[x.titleOff[d]:x.titleOff[d+1]])}
+}
+
 // passage decodes stored document d into a fresh Passage.
 func (x *Index) passage(d uint32) (data.Passage, error) {
+	p := x.header(d)
 	r := docReader{b: x.docData[x.docOff[d]:x.docOff[d+1]]}
-	p := data.Passage{ID: string(x.docID(d)), Title: string(r.bytes()), Text: string(r.bytes())}
+	p.Text = string(r.bytes())
 	ns := r.uvarint()
 	if r.err == nil && ns > 0 {
 		if ns > uint64(len(r.b)) {
@@ -313,12 +338,17 @@ func (x *Index) Search(ctx context.Context, q retrieve.Query) ([]retrieve.Hit, e
 	}
 	s := x.scratch.Get().(*searcher)
 	defer x.scratch.Put(s)
-	top := s.search(x, q)
+	top, err := s.search(x, q)
+	if err != nil {
+		return nil, err
+	}
 	hits := make([]retrieve.Hit, len(top))
 	for i, c := range top {
-		p, err := x.passage(c.doc)
-		if err != nil {
-			return nil, err
+		p := x.header(c.doc)
+		if !q.TitlesOnly {
+			if p, err = x.passage(c.doc); err != nil {
+				return nil, err
+			}
 		}
 		hits[i] = retrieve.Hit{Passage: p, Score: float64(c.score)}
 	}

@@ -75,8 +75,10 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 // k: the remaining (frequent, long) posting lists are then only probed for
 // the documents that still can, instead of being read whole. This is the
 // "max-score" strategy; results are identical to scoring every posting.
-func (s *searcher) search(x *Index, q retrieve.Query) []candidate {
-	s.parse(x, q.Text)
+func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
+	if err := s.parse(x, q.Text); err != nil {
+		return nil, err
+	}
 	s.exclude = s.exclude[:0]
 	for _, id := range q.Exclude {
 		if d := x.lookup(id); d >= 0 {
@@ -138,7 +140,7 @@ func (s *searcher) search(x *Index, q retrieve.Query) []candidate {
 		scores[d] = 0
 	}
 	s.touched = touched[:0]
-	return top
+	return top, nil
 }
 
 // probe adds the contributions of terms to the candidate documents only.
@@ -198,7 +200,7 @@ func (s *searcher) probe(x *Index, terms []queryTerm, cands []uint32) {
 
 // parse analyses the query into distinct index terms with their weights and
 // bounds, ordered by decreasing bound.
-func (s *searcher) parse(x *Index, text string) {
+func (s *searcher) parse(x *Index, text string) error {
 	s.terms = s.terms[:0]
 	s.an.Each(text, func(tok []byte) {
 		t := s.termOf(x, tok)
@@ -215,6 +217,9 @@ func (s *searcher) parse(x *Index, text string) {
 	})
 	for i := range s.terms {
 		qt := &s.terms[i]
+		if err := x.checkPostings(qt.term); err != nil {
+			return err
+		}
 		df := float64(x.postOff[qt.term+1] - x.postOff[qt.term])
 		idf := math.Log(1 + (float64(x.n)-df+0.5)/(df+0.5))
 		qt.w = float32(float64(qt.count) * idf * (x.k1 + 1))
@@ -229,6 +234,7 @@ func (s *searcher) parse(x *Index, text string) {
 		}
 		return 0
 	})
+	return nil
 }
 
 // kth returns the k-th best score among docs, leaving out excluded ones

@@ -126,6 +126,28 @@ func Run(t *testing.T, open Open) {
 		}
 	})
 
+	t.Run("TitlesOnly", func(t *testing.T) {
+		q := retrieve.Query{Text: "journal keeper lighthouse Varnholt", K: 7, Exclude: []string{corpus[0].ID}}
+		full := search(t, q)
+		q.TitlesOnly = true
+		got, err := r.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(full) {
+			t.Fatalf("got %d hits, want %d as without TitlesOnly", len(got), len(full))
+		}
+		for i, h := range got {
+			f := full[i]
+			if h.ID != f.ID || h.Title != f.Title || h.Score != f.Score {
+				t.Errorf("hit %d: got (%s, %q, %v), want (%s, %q, %v) as without TitlesOnly", i, h.ID, h.Title, h.Score, f.ID, f.Title, f.Score)
+			}
+			if h.Text != "" && h.Text != f.Text {
+				t.Errorf("hit %d: text %q is neither empty nor the passage's", i, h.Text)
+			}
+		}
+	})
+
 	t.Run("Deterministic", func(t *testing.T) {
 		q := retrieve.Query{Text: "journal keeper volume harbour", K: 10}
 		a := search(t, q)
