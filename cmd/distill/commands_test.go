@@ -239,3 +239,43 @@ func TestImportRealDatasets(t *testing.T) {
 		})
 	}
 }
+
+func TestImportSkipBad(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "hotpot.jsonl")
+	good := func(id string) string {
+		return `{"_id": "` + id + `", "question": "Who?", "answer": "Ann", "type": "bridge", "level": "easy", "supporting_facts": [["T` + id + `", 0]], "context": [["T` + id + `", ["Ann did it."]]]}`
+	}
+	os.WriteFile(in, []byte(good("a")+"\n{broken\n"+`{"_id": "c", "question": "", "answer": "x", "supporting_facts": [], "context": [["T", ["s"]]]}`+"\n"+good("d")+"\n"), 0o644)
+	r := runDistill(t, "--quiet", "data", "import", "--format", "hotpotqa", "--in", in, "--out", filepath.Join(dir, "out"), "--skip-bad")
+	if r.code != 0 {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"questions:", " 2\n", "bad records skipped:", "skipped: " + in + ": record 2 (line 2): invalid JSON", "record 3 (line 3)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("output %q lacks %q", r.stdout, want)
+		}
+	}
+}
+
+func TestIndexSkipBad(t *testing.T) {
+	dir := t.TempDir()
+	corpus := filepath.Join(dir, "c.jsonl")
+	os.WriteFile(corpus, []byte(`{"id": "1", "title": "Alpha", "text": "alpha text"}`+"\nnot json\n"+`{"id": "2", "title": "Beta", "text": "beta text"}`+"\n"), 0o644)
+	idx := filepath.Join(dir, "idx")
+	r := runDistill(t, "--quiet", "index", "--corpus", corpus, "--out", idx)
+	if r.code != 1 || !strings.Contains(r.stderr, "c.jsonl: record 2 (line 2): invalid JSON") {
+		t.Errorf("without --skip-bad: exit %d, stderr %q; want 1 and the bad record named", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "index", "--corpus", corpus, "--out", idx, "--skip-bad")
+	if r.code != 0 || !strings.Contains(r.stdout, "bad records skipped:") || !strings.Contains(r.stdout, "passages:") {
+		t.Fatalf("with --skip-bad: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "skipped bad passage") {
+		t.Errorf("with --skip-bad the bad record is not logged: stderr %q", r.stderr)
+	}
+	r = runDistill(t, "search", "--index", idx, "beta")
+	if r.code != 0 || !strings.Contains(r.stdout, "Beta") {
+		t.Errorf("search after a skip-bad build: exit %d, stdout %q", r.code, r.stdout)
+	}
+}

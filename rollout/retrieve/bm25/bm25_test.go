@@ -628,3 +628,36 @@ func TestHotpotQARetrieval(t *testing.T) {
 		t.Errorf("question-only top 10: all gold titles for %d, one for %d questions; want at least 70 and 95", all, any)
 	}
 }
+
+// failingSource yields n passages, then a read error.
+type failingSource struct {
+	n   int
+	err error
+}
+
+func (s *failingSource) Next() (data.Passage, error) {
+	if s.n == 0 {
+		return data.Passage{}, s.err
+	}
+	s.n--
+	return data.Passage{ID: fmt.Sprint("p", s.n), Title: "t", Text: "some words here"}, nil
+}
+
+func TestBuildSourceError(t *testing.T) {
+	boom := errors.New("disk read failed")
+	for _, n := range []int{0, 3, 511, 512, 513, 2000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "idx")
+			_, err := Build(context.Background(), dir, &failingSource{n: n, err: boom}, BuildOptions{})
+			if !errors.Is(err, boom) {
+				t.Fatalf("got %v, want %v", err, boom)
+			}
+			if want := fmt.Sprintf("read passage %d:", n+1); !contains(err.Error(), want) {
+				t.Errorf("error %q does not name the passage (%q)", err, want)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("a failed build left %s behind", dir)
+			}
+		})
+	}
+}

@@ -395,19 +395,18 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	}
 	n, v, p := len(b.docLen), len(b.terms), b.postings.n
 
-	// Doc ids must be unique: sort document numbers by id and look at neighbours.
-	idOrder := make([]uint32, n)
-	for i := range idOrder {
-		idOrder[i] = uint32(i)
-	}
-	slices.SortFunc(idOrder, func(x, y uint32) int {
-		return bytes.Compare(b.idData[b.idOff[x]:b.idOff[x+1]], b.idData[b.idOff[y]:b.idOff[y+1]])
-	})
-	for i := 1; i < n; i++ {
-		if b.id(idOrder[i]) == b.id(idOrder[i-1]) {
-			x, y := min(idOrder[i-1], idOrder[i]), max(idOrder[i-1], idOrder[i])
-			return header{}, 0, fmt.Errorf("build index: duplicate doc id %q (passages %d and %d)", b.id(x), x+1, y+1)
+	// The id table finds a document by id; building it also finds repeats.
+	idHash := make([]uint32, idTableSize(n))
+	mask := uint64(len(idHash) - 1)
+	for d := range n {
+		id := b.idData[b.idOff[d]:b.idOff[d+1]]
+		j := hashID(id) & mask
+		for ; idHash[j] != 0; j = (j + 1) & mask {
+			if o := idHash[j] - 1; bytes.Equal(b.idData[b.idOff[o]:b.idOff[o+1]], id) {
+				return header{}, 0, fmt.Errorf("build index: duplicate doc id %q (passages %d and %d)", id, o+1, d+1)
+			}
 		}
+		idHash[j] = uint32(d) + 1
 	}
 	if err := ctx.Err(); err != nil {
 		return header{}, 0, err
@@ -480,7 +479,7 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	h.Sections[secTermMax] = w.put(asBytes(termMax))
 	h.Sections[secIDOff] = w.put(asBytes(b.idOff))
 	h.Sections[secIDData] = w.put(b.idData)
-	h.Sections[secIDOrder] = w.put(asBytes(idOrder))
+	h.Sections[secIDHash] = w.put(asBytes(idHash))
 	h.Sections[secTitleOff] = w.put(asBytes(b.titleOff))
 	h.Sections[secTitleData] = w.put(b.titleData)
 	h.Sections[secDocOff] = w.put(asBytes(b.docOff))

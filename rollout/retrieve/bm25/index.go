@@ -46,7 +46,7 @@ type Index struct {
 	termMax   []float32
 	idOff     []uint64
 	idData    []byte
-	idOrder   []uint32
+	idHash    []uint32
 	titleOff  []uint64
 	titleData []byte
 	docOff    []uint64
@@ -111,7 +111,7 @@ func newIndex(b, docs []byte) (*Index, error) {
 		termMax:   load[float32](sec(secTermMax)),
 		idOff:     load[uint64](sec(secIDOff)),
 		idData:    sec(secIDData),
-		idOrder:   load[uint32](sec(secIDOrder)),
+		idHash:    load[uint32](sec(secIDHash)),
 		titleOff:  load[uint64](sec(secTitleOff)),
 		titleData: sec(secTitleData),
 		docOff:    load[uint64](sec(secDocOff)),
@@ -155,9 +155,9 @@ func (x *Index) check() error {
 	case x.n > 0 && x.avgLen <= 0:
 		return fmt.Errorf("average length: %w", errCorrupt)
 	}
-	for _, d := range x.idOrder {
-		if int(d) >= x.n {
-			return fmt.Errorf("id order: %w", errCorrupt)
+	for _, d := range x.idHash {
+		if int(d) > x.n {
+			return fmt.Errorf("id table: %w", errCorrupt)
 		}
 	}
 	for _, m := range x.termMax {
@@ -266,17 +266,18 @@ func (x *Index) docID(d uint32) []byte {
 
 // lookup returns the document number of id, or -1.
 func (x *Index) lookup(id string) int {
-	lo, hi := 0, x.n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if string(x.docID(x.idOrder[m])) < id {
-			lo = m + 1
-		} else {
-			hi = m
+	mask := uint64(len(x.idHash) - 1)
+	j := hashID([]byte(id)) & mask
+	// At most every slot: a damaged table without empty slots cannot loop.
+	for range x.idHash {
+		e := x.idHash[j]
+		if e == 0 {
+			return -1
 		}
-	}
-	if lo < x.n && string(x.docID(x.idOrder[lo])) == id {
-		return int(x.idOrder[lo])
+		if string(x.docID(e-1)) == id {
+			return int(e - 1)
+		}
+		j = (j + 1) & mask
 	}
 	return -1
 }

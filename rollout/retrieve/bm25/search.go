@@ -97,14 +97,17 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 
 	scores, norm := s.scores, x.norm
 	touched := s.touched[:0]
+	var theta float32 // the k-th best score when the loop below stops early
 	i := 0
 	for ; i < len(terms); i++ {
 		qt := terms[i]
 		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
 		// Finding the k-th score costs a pass over the documents touched so
 		// far: worth it only before a list longer than that.
-		if !x.exhaustive && len(touched) >= k && hi-lo > uint64(len(touched)) && s.kth(touched, k) > rests[i] {
-			break
+		if !x.exhaustive && len(touched) >= k && hi-lo > uint64(len(touched)) {
+			if theta = s.kth(touched, k); theta > rests[i] {
+				break
+			}
 		}
 		docs := x.postDoc[lo:hi]
 		tfs := x.postTF[lo:hi]
@@ -124,14 +127,13 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	s.pruned = i < len(terms)
 	if s.pruned {
 		// Only documents that can still reach the k-th score matter now.
-		theta := s.kth(touched, k)
 		cands := s.candidates[:0]
 		for _, d := range touched {
 			if scores[d]+rests[i] >= theta {
 				cands = append(cands, d)
 			}
 		}
-		s.probe(x, terms[i:], cands)
+		cands = s.probe(x, terms[i:], rests[i+1:], theta, cands)
 		s.candidates = cands
 		pool = cands
 	}
@@ -143,15 +145,30 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	return top, nil
 }
 
-// probe adds the contributions of terms to the candidate documents only.
-// A short candidate list is looked up in each posting list by galloping
-// search; a long one is marked in a bitset and each list is scanned, which
-// costs one bit test per posting instead of a score update.
-func (s *searcher) probe(x *Index, terms []queryTerm, cands []uint32) {
+// probe adds the contributions of terms to the candidate documents only,
+// and returns the candidates that can still reach theta. A short candidate
+// list is looked up in each posting list by galloping search; a long one is
+// marked in a bitset and each list is scanned, which costs one bit test per
+// posting instead of a score update. rests[j] bounds what the terms after
+// terms[j] can add: after each term, candidates that cannot reach theta
+// any more are dropped.
+func (s *searcher) probe(x *Index, terms []queryTerm, rests []float32, theta float32, cands []uint32) []uint32 {
 	scores, norm := s.scores, x.norm
 	sorted := false
 	marked := false
-	for _, qt := range terms {
+	for ti, qt := range terms {
+		if ti > 0 {
+			// Drop the candidates the previous term left out of reach.
+			kept := cands[:0]
+			for _, d := range cands {
+				if scores[d]+rests[ti-1] >= theta {
+					kept = append(kept, d)
+				} else if marked {
+					s.bits[d>>6] &^= 1 << (d & 63)
+				}
+			}
+			cands = kept
+		}
 		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
 		docs := x.postDoc[lo:hi]
 		tfs := x.postTF[lo:hi]
@@ -192,10 +209,12 @@ func (s *searcher) probe(x *Index, terms []queryTerm, cands []uint32) {
 		}
 	}
 	if marked {
+		// Dropped candidates were unmarked as they went.
 		for _, d := range cands {
 			s.bits[d>>6] = 0
 		}
 	}
+	return cands
 }
 
 // parse analyses the query into distinct index terms with their weights and
@@ -253,7 +272,7 @@ func (s *searcher) topK(docs []uint32, k int) []candidate {
 	top := s.top[:0]
 	for _, d := range docs {
 		c := candidate{score: scores[d], doc: d}
-		if len(top) == k && !worse(top[0], c) {
+		if len(top) == k && (c.score < top[0].score || (c.score == top[0].score && c.doc > top[0].doc)) {
 			continue
 		}
 		if slices.Contains(s.exclude, d) {
