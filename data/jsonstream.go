@@ -58,26 +58,35 @@ type recordStream struct {
 // one JSON object whose members are the records; otherwise it must hold a
 // JSON list or JSONL, told apart by the first byte that is not white space.
 func openStream(path string, object bool) (*recordStream, error) {
-	f, err := os.Open(path)
+	f, r, err := openInput(path)
 	if err != nil {
-		return nil, err // *fs.PathError names the file
+		return nil, err
 	}
-	s := &recordStream{path: path, file: f, line: 1}
-	var src io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			return nil, fmt.Errorf("%s: gzip: %w", path, err)
-		}
-		src = gz
-	}
-	s.r = bufio.NewReaderSize(src, 1<<16)
+	s := &recordStream{path: path, file: f, r: r, line: 1}
 	if err := s.start(object); err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// openInput opens an input file for buffered reading, decompressing it
+// when its name ends in ".gz". Closing the file ends both.
+func openInput(path string) (*os.File, *bufio.Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err // *fs.PathError names the file
+	}
+	var src io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, nil, fmt.Errorf("%s: gzip: %w", path, err)
+		}
+		src = gz
+	}
+	return f, bufio.NewReaderSize(src, 1<<16), nil
 }
 
 // start skips a byte-order mark and leading white space and chooses the layout.

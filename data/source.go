@@ -1,9 +1,7 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,20 +21,11 @@ func DetectCorpusFormat(path string) (CorpusFormat, error) {
 	if strings.HasSuffix(path, ".parquet") {
 		return CorpusParquet, nil
 	}
-	f, err := os.Open(path)
+	f, br, err := openInput(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return "", fmt.Errorf("%s: gzip: %w", path, err)
-		}
-		r = gz
-	}
-	br := bufio.NewReaderSize(r, 1<<16)
 	// Skip a byte-order mark and white space to the first JSON value.
 	head, _ := br.Peek(3)
 	if bytes.HasPrefix(head, []byte("\xef\xbb\xbf")) {
