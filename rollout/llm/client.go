@@ -1,0 +1,472 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Structured-output modes, as reported in Response.Mode.
+const (
+	ModeJSONSchema = "json_schema" // response_format json_schema, strict
+	ModeJSONObject = "json_object" // response_format json_object (JSON mode)
+	ModeText       = "text"        // no response_format
+)
+
+// DefaultTimeout bounds one HTTP attempt when Config.Timeout is zero.
+const DefaultTimeout = 2 * time.Minute
+
+// Config says which server and model a Client talks to.
+type Config struct {
+	// BaseURL is the API root including /v1, e.g. http://localhost:8000/v1;
+	// empty means OpenAI's.
+	BaseURL string
+	// Model is the model name sent with every request.
+	Model string
+	// APIKey is sent as a bearer token; empty sends none (vLLM, Ollama and
+	// llama.cpp need none).
+	APIKey Secret
+	// Timeout bounds each HTTP attempt; 0 means DefaultTimeout and a
+	// negative value means no bound beyond the caller's context.
+	Timeout time.Duration
+	// Role names the client's use (judge, extractor, reader, teacher) in
+	// logs and accounting.
+	Role string
+}
+
+// LogValue lets a Config be logged; the key is redacted.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("role", c.Role),
+		slog.String("base_url", c.baseURL()),
+		slog.String("model", c.Model),
+		slog.Any("api_key", c.APIKey),
+		slog.Duration("timeout", c.timeout()),
+	)
+}
+
+func (c Config) baseURL() string {
+	if c.BaseURL == "" {
+		return openai.DefaultConfig("").BaseURL
+	}
+	return strings.TrimRight(c.BaseURL, "/")
+}
+
+func (c Config) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
+// KeyFromEnv returns the API key for role from the environment:
+// DISTILL_<ROLE>_API_KEY (role upper-cased, other characters than letters
+// and digits as "_"), else OPENAI_API_KEY, else "".
+func KeyFromEnv(role string) Secret {
+	if role != "" {
+		name := strings.Map(func(r rune) rune {
+			switch {
+			case r >= 'a' && r <= 'z':
+				return r - 'a' + 'A'
+			case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+				return r
+			default:
+				return '_'
+			}
+		}, role)
+		if v := os.Getenv("DISTILL_" + name + "_API_KEY"); v != "" {
+			return Secret(v)
+		}
+	}
+	return Secret(os.Getenv("OPENAI_API_KEY"))
+}
+
+// Option adjusts a Client.
+type Option func(*clientOptions)
+
+type clientOptions struct {
+	logger *slog.Logger
+	http   *http.Client
+}
+
+// WithLogger sets the logger for structured-output fallbacks; by default
+// nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *clientOptions) { o.logger = l }
+}
+
+// WithHTTPClient sets the HTTP client (transport, proxies) under the
+// client; by default one whose transport keeps up to 256 idle connections
+// per host for concurrent workers. Its own Timeout, if any, applies on top
+// of Config.Timeout.
+func WithHTTPClient(h *http.Client) Option {
+	return func(o *clientOptions) { o.http = h }
+}
+
+// Client talks to one model of an OpenAI-compatible server through
+// go-openai. It is a Chatter and an Embedder, safe for concurrent use. It
+// makes one HTTP attempt per call: wrap it with Retry, Limit, Cache and
+// Account (or Stack) for the rest.
+type Client struct {
+	cfg       Config
+	api       *openai.Client
+	log       *slog.Logger
+	reasoning bool
+	// mode is the most degraded structured-output mode this server has
+	// needed so far (an index into structuredModes); calls start there.
+	mode atomic.Int32
+}
+
+var structuredModes = [...]string{ModeJSONSchema, ModeJSONObject, ModeText}
+
+// New returns a Client for cfg.
+func New(cfg Config, opts ...Option) (*Client, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("llm: config has no model")
+	}
+	var o clientOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.http == nil {
+		// Keep connections for many concurrent workers: the default keeps
+		// two idle per host and would redial for every other request.
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns = 1024
+		t.MaxIdleConnsPerHost = 256
+		o.http = &http.Client{Transport: t}
+	}
+	oc := openai.DefaultConfig(string(cfg.APIKey))
+	oc.BaseURL = cfg.baseURL()
+	reasoning := isReasoningModel(cfg.Model)
+	oc.HTTPClient = &doer{next: o.http, zeroTemperature: !reasoning}
+	return &Client{
+		cfg:       cfg,
+		api:       openai.NewClientWithConfig(oc),
+		log:       o.logger,
+		reasoning: reasoning,
+	}, nil
+}
+
+// BaseURL returns the API root the client talks to.
+func (c *Client) BaseURL() string { return c.cfg.baseURL() }
+
+// Model returns the model name the client sends.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Role returns the client's role name.
+func (c *Client) Role() string { return c.cfg.Role }
+
+// isReasoningModel says whether OpenAI fixes sampling for the model (o1,
+// o3, o4, gpt-5 families): those reject temperature and top_p and want
+// max_completion_tokens instead of max_tokens.
+func isReasoningModel(model string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if model == p || strings.HasPrefix(model, p+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+// Chat sends one chat completion request. When req.Schema is set it asks
+// for structured output in the best mode the server has accepted so far and
+// steps down (json_schema, json_object, text) when the server rejects the
+// mode with a 400 about it; later calls start from the mode that worked.
+func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
+	if len(req.Messages) == 0 {
+		return Response{}, errors.New("llm: chat request has no messages")
+	}
+	if req.Schema == nil {
+		return c.chatOnce(ctx, req, ModeText)
+	}
+	for i := int(c.mode.Load()); ; i++ {
+		mode := structuredModes[i]
+		resp, err := c.chatOnce(ctx, req, mode)
+		if err == nil || mode == ModeText || !rejectsFormat(err) {
+			return resp, err
+		}
+		for {
+			cur := c.mode.Load()
+			if int(cur) > i || c.mode.CompareAndSwap(cur, int32(i+1)) {
+				break
+			}
+		}
+		c.log.Warn("server rejected structured output mode; falling back",
+			"role", c.cfg.Role, "model", c.cfg.Model,
+			"from", mode, "to", structuredModes[i+1], "error", err)
+	}
+}
+
+// rejectsFormat reports whether err is the server refusing a
+// response_format it does not support.
+func rejectsFormat(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return false
+	}
+	if se.StatusCode != http.StatusBadRequest && se.StatusCode != http.StatusUnprocessableEntity {
+		return false
+	}
+	msg := strings.ToLower(se.Message + " " + se.Code)
+	for _, w := range []string{"response_format", "response format", "json_schema", "json_object", "schema", "structured output", "guided"} {
+		if strings.Contains(msg, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// schemaInstruction is appended to the last user message when the server
+// cannot be held to the schema by response_format.
+const schemaInstruction = "Reply with one JSON object and nothing else: no prose, no code fences. It must match this JSON Schema:\n"
+
+func withSchemaInstruction(msgs []Message, s *Schema) []Message {
+	text := schemaInstruction + string(s.Schema)
+	out := slices.Clone(msgs)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].Role == "user" {
+			out[i].Content += "\n\n" + text
+			return out
+		}
+	}
+	return append(out, Message{Role: "user", Content: text})
+}
+
+func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Response, error) {
+	msgs := req.Messages
+	if req.Schema != nil && mode != ModeJSONSchema {
+		msgs = withSchemaInstruction(msgs, req.Schema)
+	}
+	oreq := openai.ChatCompletionRequest{
+		Model:    c.cfg.Model,
+		Messages: make([]openai.ChatCompletionMessage, len(msgs)),
+		Seed:     req.Seed,
+	}
+	for i, m := range msgs {
+		oreq.Messages[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+	}
+	if c.reasoning {
+		oreq.MaxCompletionTokens = req.MaxTokens
+	} else {
+		// A zero temperature is dropped by omitempty here and put back by
+		// doer; see doc.go.
+		oreq.Temperature = float32(req.Temperature)
+		oreq.TopP = float32(req.TopP)
+		oreq.MaxTokens = req.MaxTokens
+	}
+	switch {
+	case req.Schema == nil:
+	case mode == ModeJSONSchema:
+		name := req.Schema.Name
+		if name == "" {
+			name = "response"
+		}
+		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{
+				Name:   name,
+				Schema: json.RawMessage(req.Schema.Schema),
+				Strict: true,
+			},
+		}
+	case mode == ModeJSONObject:
+		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{
+			Type: openai.ChatCompletionResponseFormatTypeJSONObject,
+		}
+	}
+
+	actx, call, cancel := c.attempt(ctx)
+	defer cancel()
+	r, err := c.api.CreateChatCompletion(actx, oreq)
+	if err != nil {
+		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, c.classify(ctx, actx, call, err))
+	}
+	if len(r.Choices) == 0 {
+		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, &BodyError{Err: errors.New("no choices")})
+	}
+	ch := r.Choices[0]
+	return Response{
+		Content:      ch.Message.Content,
+		FinishReason: string(ch.FinishReason),
+		Model:        r.Model,
+		Usage:        Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens},
+		Mode:         mode,
+	}, nil
+}
+
+// Embedder turns texts into vectors. Implementations are safe for
+// concurrent use; the i-th vector belongs to the i-th input.
+type Embedder interface {
+	Embed(ctx context.Context, inputs []string) ([][]float32, Usage, error)
+}
+
+// Embed returns one embedding per input, in input order, through the
+// embeddings endpoint with the client's model.
+func (c *Client) Embed(ctx context.Context, inputs []string) ([][]float32, Usage, error) {
+	if len(inputs) == 0 {
+		return nil, Usage{}, nil
+	}
+	actx, call, cancel := c.attempt(ctx)
+	defer cancel()
+	r, err := c.api.CreateEmbeddings(actx, openai.EmbeddingRequest{
+		Input:          inputs,
+		Model:          openai.EmbeddingModel(c.cfg.Model),
+		EncodingFormat: openai.EmbeddingEncodingFormatFloat,
+	})
+	if err != nil {
+		return nil, Usage{}, fmt.Errorf("embed %s: %w", c.cfg.Model, c.classify(ctx, actx, call, err))
+	}
+	out := make([][]float32, len(inputs))
+	for _, d := range r.Data {
+		if d.Index < 0 || d.Index >= len(out) || out[d.Index] != nil {
+			return nil, Usage{}, fmt.Errorf("embed %s: %w", c.cfg.Model, &BodyError{Err: fmt.Errorf("bad embedding index %d", d.Index)})
+		}
+		out[d.Index] = d.Embedding
+	}
+	for i, v := range out {
+		if v == nil {
+			return nil, Usage{}, fmt.Errorf("embed %s: %w", c.cfg.Model, &BodyError{Err: fmt.Errorf("no embedding for input %d", i)})
+		}
+	}
+	return out, Usage{PromptTokens: r.Usage.PromptTokens}, nil
+}
+
+// attempt derives the context of one HTTP attempt: bounded by the
+// per-request timeout and carrying a callState for doer to fill.
+func (c *Client) attempt(ctx context.Context) (context.Context, *callState, context.CancelFunc) {
+	call := &callState{}
+	actx := context.WithValue(ctx, callKey{}, call)
+	if t := c.cfg.timeout(); t > 0 {
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(actx, t)
+		return actx, call, cancel
+	}
+	return actx, call, func() {}
+}
+
+// classify turns a go-openai error into this package's errors.
+func (c *Client) classify(ctx, actx context.Context, call *callState, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		if errors.Is(err, cerr) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %s", ErrTimeout, c.cfg.timeout())
+	}
+	retryAfter := parseRetryAfter(call.header, time.Now())
+	var apiErr *openai.APIError
+	if errors.As(err, &apiErr) {
+		se := &StatusError{
+			StatusCode: apiErr.HTTPStatusCode,
+			Message:    apiErr.Message,
+			Type:       apiErr.Type,
+			RetryAfter: retryAfter,
+		}
+		if apiErr.Code != nil {
+			se.Code = fmt.Sprint(apiErr.Code)
+		}
+		return se
+	}
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return &StatusError{StatusCode: reqErr.HTTPStatusCode, Message: excerpt(reqErr.Body), RetryAfter: retryAfter}
+	}
+	switch {
+	case call.status >= 400:
+		// The error body itself could not be read.
+		return &StatusError{StatusCode: call.status, Message: err.Error(), RetryAfter: retryAfter}
+	case call.status != 0:
+		return &BodyError{Err: err}
+	default:
+		return err
+	}
+}
+
+func excerpt(b []byte) string {
+	const max = 200
+	s := strings.TrimSpace(string(b))
+	if len(s) > max {
+		s = s[:max] + "..."
+	}
+	return s
+}
+
+// callKey carries a *callState through the request context to doer.
+type callKey struct{}
+
+// callState is what doer saw of one HTTP exchange. The go-openai call that
+// owns it runs Do synchronously, so no locking is needed.
+type callState struct {
+	status int
+	header http.Header
+}
+
+// doer sits between go-openai and the HTTP client. It puts back a zero
+// temperature that go-openai's omitempty dropped (see doc.go), and records
+// the status and headers of each answer (Retry-After, telling a bad body
+// from a failed connection).
+type doer struct {
+	next            openai.HTTPDoer
+	zeroTemperature bool
+}
+
+func (d *doer) Do(req *http.Request) (*http.Response, error) {
+	if d.zeroTemperature && req.Method == http.MethodPost && req.Body != nil &&
+		strings.HasSuffix(req.URL.Path, "/chat/completions") {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read request body: %w", err)
+		}
+		body = ensureTemperature(body)
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		req.ContentLength = int64(len(body))
+	}
+	resp, err := d.next.Do(req)
+	if call, ok := req.Context().Value(callKey{}).(*callState); ok && resp != nil {
+		call.status = resp.StatusCode
+		call.header = resp.Header
+	}
+	return resp, err
+}
+
+// ensureTemperature adds "temperature":0 to a JSON object that has no
+// temperature member. Every chat request of Client carries the temperature
+// the caller asked for, so a missing member can only be a zero that
+// go-openai omitted.
+func ensureTemperature(body []byte) []byte {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return body
+	}
+	if _, ok := fields["temperature"]; ok {
+		return body
+	}
+	rest := bytes.TrimLeft(body, " \t\r\n")[1:] // after '{'
+	out := make([]byte, 0, len(body)+len(`"temperature":0,`)+1)
+	out = append(out, `{"temperature":0`...)
+	if t := bytes.TrimLeft(rest, " \t\r\n"); len(t) == 0 || t[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
+}

@@ -1,0 +1,584 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Fault is what the server does with one request instead of answering it.
+type Fault int
+
+const (
+	// None answers normally.
+	None Fault = iota
+	// RateLimited answers 429 with a Retry-After header.
+	RateLimited
+	// ServerError answers 500.
+	ServerError
+	// Unavailable answers 503.
+	Unavailable
+	// Malformed answers 200 with a body that is not JSON.
+	Malformed
+	// Truncated answers 200 with a Content-Length larger than the body it
+	// sends, then cuts the connection.
+	Truncated
+	// Hang never answers: the handler waits until the client goes away or
+	// the server is closed.
+	Hang
+)
+
+var faultNames = [...]string{"none", "rate_limited", "server_error", "unavailable", "malformed", "truncated", "hang"}
+
+func (f Fault) String() string {
+	if f >= 0 && int(f) < len(faultNames) {
+		return faultNames[f]
+	}
+	return "fault(" + strconv.Itoa(int(f)) + ")"
+}
+
+// Options configures a Server. The zero value answers every request at
+// once and correctly.
+type Options struct {
+	// Latency delays every answer (and every fault but Hang).
+	Latency time.Duration
+	// Seed seeds the fault draws: one draw per accepted request, in arrival
+	// order, so a sequential client sees the same faults on every run.
+	Seed uint64
+	// Rates of each fault, as probabilities; their sum must not exceed 1.
+	RateLimited, ServerError, Unavailable, Malformed, Truncated, Hang float64
+	// Script gives the faults of the first requests, in arrival order,
+	// before the rates apply (None answers normally).
+	Script []Fault
+	// RetryAfter is the wait a 429 asks for, sent in whole seconds rounded
+	// up (default 1s).
+	RetryAfter time.Duration
+	// NoJSONSchema makes the server answer 400 to response_format
+	// json_schema; NoJSONObject does the same for json_object.
+	NoJSONSchema bool
+	NoJSONObject bool
+	// APIKey, when set, is required as a bearer token (401 otherwise).
+	APIKey string
+	// Answer, when set, writes the content of every chat answer.
+	Answer func(Request) string
+	// Text is the answer to a chat request without a JSON Schema when
+	// Answer is nil (default "OK"); with json_object it is "{}".
+	Text string
+	// EmbeddingDim is the length of the vectors (default 8).
+	EmbeddingDim int
+	// Observe, when set, sees every accepted request once its fault is
+	// drawn, before the server acts on it: tests use it to learn that a
+	// request has arrived (a hang has begun) without polling.
+	Observe func(Request)
+}
+
+// Message is one chat message of a recorded request.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one request as the server received it.
+type Request struct {
+	Path   string
+	Header http.Header
+	// Body is the raw JSON body.
+	Body []byte
+	// Model, Messages and the response format are decoded from a chat body.
+	Model          string
+	Messages       []Message
+	ResponseFormat string          // "", "text", "json_object" or "json_schema"
+	Schema         json.RawMessage // response_format.json_schema.schema
+	// Input is the input of an embeddings request.
+	Input []string
+	// Fault is what the server did with it.
+	Fault Fault
+	// Status is the HTTP status it answered (0 for a hang).
+	Status int
+}
+
+// Member returns the raw JSON of a top-level member of the body, such as
+// "temperature", and whether it is there.
+func (r Request) Member(name string) (json.RawMessage, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(r.Body, &m) != nil {
+		return nil, false
+	}
+	v, ok := m[name]
+	return v, ok
+}
+
+// Counts are the server's tallies by outcome.
+type Counts struct {
+	Requests     int // every request received
+	OK           int // answered 200 with a good body
+	RateLimited  int
+	ServerError  int
+	Unavailable  int
+	Malformed    int
+	Truncated    int
+	Hang         int
+	Rejected     int // 400: bad body or unsupported response_format
+	Unauthorized int // 401
+	NotFound     int // 404
+}
+
+// Server is a running fault-injecting server. Close it when done.
+type Server struct {
+	ts   *httptest.Server
+	opts Options
+	done chan struct{}
+	once sync.Once
+
+	mu          sync.Mutex
+	rng         *rand.Rand
+	script      int
+	seq         int
+	requests    []Request
+	counts      Counts
+	inFlight    int
+	maxInFlight int
+}
+
+// NewServer starts a server on a loopback port.
+func NewServer(opts Options) *Server {
+	if opts.RetryAfter <= 0 {
+		opts.RetryAfter = time.Second
+	}
+	if opts.Text == "" {
+		opts.Text = "OK"
+	}
+	if opts.EmbeddingDim <= 0 {
+		opts.EmbeddingDim = 8
+	}
+	s := &Server{
+		opts: opts,
+		done: make(chan struct{}),
+		rng:  rand.New(rand.NewPCG(opts.Seed, 0x11a7e57)),
+	}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	return s
+}
+
+// URL is the API root to use as a client's base URL, ending in /v1.
+func (s *Server) URL() string { return s.ts.URL + "/v1" }
+
+// Client returns an HTTP client for the server.
+func (s *Server) Client() *http.Client { return s.ts.Client() }
+
+// Close ends hanging requests, stops the server and waits for its
+// handlers to return.
+func (s *Server) Close() {
+	s.once.Do(func() { close(s.done) })
+	s.ts.CloseClientConnections()
+	s.ts.Close()
+}
+
+// Requests returns a copy of every request received, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// Counts returns the tallies so far.
+func (s *Server) Counts() Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts
+}
+
+// MaxInFlight returns the largest number of requests the server was
+// handling at once.
+func (s *Server) MaxInFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxInFlight
+}
+
+// draw picks the fault for the next accepted request.
+func (s *Server) draw() Fault {
+	if s.script < len(s.opts.Script) {
+		f := s.opts.Script[s.script]
+		s.script++
+		return f
+	}
+	u := s.rng.Float64()
+	for _, c := range []struct {
+		p float64
+		f Fault
+	}{
+		{s.opts.RateLimited, RateLimited},
+		{s.opts.ServerError, ServerError},
+		{s.opts.Unavailable, Unavailable},
+		{s.opts.Malformed, Malformed},
+		{s.opts.Truncated, Truncated},
+		{s.opts.Hang, Hang},
+	} {
+		if u < c.p {
+			return c.f
+		}
+		u -= c.p
+	}
+	return None
+}
+
+// record stores rec (with the status written) and tallies it.
+func (s *Server) record(rec Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, rec)
+	c := &s.counts
+	switch {
+	case rec.Status == http.StatusUnauthorized:
+		c.Unauthorized++
+	case rec.Status == http.StatusNotFound:
+		c.NotFound++
+	case rec.Status == http.StatusBadRequest || rec.Status == http.StatusMethodNotAllowed:
+		c.Rejected++
+	}
+	switch rec.Fault {
+	case RateLimited:
+		c.RateLimited++
+	case ServerError:
+		c.ServerError++
+	case Unavailable:
+		c.Unavailable++
+	case Malformed:
+		c.Malformed++
+	case Truncated:
+		c.Truncated++
+	case Hang:
+		c.Hang++
+	default:
+		if rec.Status == http.StatusOK {
+			c.OK++
+		}
+	}
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.inFlight++
+	s.maxInFlight = max(s.maxInFlight, s.inFlight)
+	s.counts.Requests++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	rec := Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
+	if err != nil {
+		// The client went away while sending.
+		rec.Status = http.StatusBadRequest
+		s.record(rec)
+		return
+	}
+	if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
+		rec.Status = http.StatusUnauthorized
+		s.record(rec)
+		writeError(w, rec.Status, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key", "")
+		return
+	}
+	var chat bool
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		chat = true
+	case "/v1/embeddings", "/embeddings":
+	default:
+		rec.Status = http.StatusNotFound
+		s.record(rec)
+		writeError(w, rec.Status, "Unknown path "+r.URL.Path, "invalid_request_error", "unknown_url", "")
+		return
+	}
+	if r.Method != http.MethodPost {
+		rec.Status = http.StatusMethodNotAllowed
+		s.record(rec)
+		writeError(w, rec.Status, "Method not allowed", "invalid_request_error", "", "")
+		return
+	}
+	if msg, param := decode(&rec, chat); msg != "" {
+		rec.Status = http.StatusBadRequest
+		s.record(rec)
+		writeError(w, rec.Status, msg, "invalid_request_error", "", param)
+		return
+	}
+	if chat {
+		if msg := s.unsupported(rec.ResponseFormat); msg != "" {
+			rec.Status = http.StatusBadRequest
+			s.record(rec)
+			writeError(w, rec.Status, msg, "invalid_request_error", "", "response_format")
+			return
+		}
+	}
+
+	s.mu.Lock()
+	rec.Fault = s.draw()
+	s.seq++
+	seq := s.seq
+	s.mu.Unlock()
+	if s.opts.Observe != nil {
+		s.opts.Observe(rec)
+	}
+
+	if rec.Fault == Hang {
+		s.record(rec)
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		// Cut the connection rather than send an empty 200.
+		panic(http.ErrAbortHandler)
+	}
+	if !s.wait(r, s.opts.Latency) {
+		rec.Status = 0
+		s.record(rec)
+		panic(http.ErrAbortHandler)
+	}
+
+	var answer []byte
+	if chat {
+		answer = s.chatAnswer(rec, seq)
+	} else {
+		answer = s.embeddingAnswer(rec)
+	}
+	switch rec.Fault {
+	case RateLimited:
+		rec.Status = http.StatusTooManyRequests
+		s.record(rec)
+		secs := int(math.Ceil(s.opts.RetryAfter.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, rec.Status, "Rate limit reached. Please try again in "+strconv.Itoa(secs)+"s.", "requests", "rate_limit_exceeded", "")
+	case ServerError:
+		rec.Status = http.StatusInternalServerError
+		s.record(rec)
+		writeError(w, rec.Status, "The server had an error while processing your request.", "server_error", "", "")
+	case Unavailable:
+		rec.Status = http.StatusServiceUnavailable
+		s.record(rec)
+		writeError(w, rec.Status, "The engine is currently overloaded, please try again later.", "server_error", "", "")
+	case Malformed:
+		rec.Status = http.StatusOK
+		s.record(rec)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rec.Status)
+		io.WriteString(w, `{"id": chatcmpl-broken, "choices": [}`)
+	case Truncated:
+		rec.Status = http.StatusOK
+		s.record(rec)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.WriteHeader(rec.Status)
+		w.Write(answer[:len(answer)/2])
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		// Abort: the server closes the connection without finishing.
+		panic(http.ErrAbortHandler)
+	default:
+		rec.Status = http.StatusOK
+		s.record(rec)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.WriteHeader(rec.Status)
+		w.Write(answer)
+	}
+}
+
+// wait sleeps d unless the request or the server ends first, reporting
+// whether it slept the whole time.
+func (s *Server) wait(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	case <-s.done:
+		return false
+	}
+}
+
+func (s *Server) unsupported(format string) string {
+	switch {
+	case format == "json_schema" && s.opts.NoJSONSchema:
+		return "response_format of type json_schema is not supported by this server"
+	case format == "json_object" && s.opts.NoJSONObject:
+		return "response_format of type json_object is not supported by this server"
+	}
+	return ""
+}
+
+// decode fills the decoded fields of rec from its body, returning an error
+// message and the offending parameter when the body is not acceptable.
+func decode(rec *Request, chat bool) (msg, param string) {
+	if chat {
+		var b struct {
+			Model          string    `json:"model"`
+			Messages       []Message `json:"messages"`
+			ResponseFormat *struct {
+				Type       string `json:"type"`
+				JSONSchema *struct {
+					Schema json.RawMessage `json:"schema"`
+				} `json:"json_schema"`
+			} `json:"response_format"`
+		}
+		if err := json.Unmarshal(rec.Body, &b); err != nil {
+			return "We could not parse the JSON body of your request: " + err.Error(), ""
+		}
+		if len(b.Messages) == 0 {
+			return "'messages' must not be empty", "messages"
+		}
+		rec.Model, rec.Messages = b.Model, b.Messages
+		if rf := b.ResponseFormat; rf != nil {
+			rec.ResponseFormat = rf.Type
+			if rf.JSONSchema != nil {
+				rec.Schema = rf.JSONSchema.Schema
+			}
+			if rf.Type == "json_schema" && len(rec.Schema) == 0 {
+				return "Missing required parameter: 'response_format.json_schema'.", "response_format"
+			}
+		}
+		return "", ""
+	}
+	var b struct {
+		Model string          `json:"model"`
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(rec.Body, &b); err != nil {
+		return "We could not parse the JSON body of your request: " + err.Error(), ""
+	}
+	rec.Model = b.Model
+	var one string
+	if json.Unmarshal(b.Input, &one) == nil {
+		rec.Input = []string{one}
+	} else if json.Unmarshal(b.Input, &rec.Input) != nil || len(rec.Input) == 0 {
+		return "'input' must be a string or a non-empty array of strings", "input"
+	}
+	return "", ""
+}
+
+func writeError(w http.ResponseWriter, status int, msg, typ, code, param string) {
+	e := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
+	if code != "" {
+		e["code"] = code
+	}
+	if param != "" {
+		e["param"] = param
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func (s *Server) content(rec Request) string {
+	switch {
+	case s.opts.Answer != nil:
+		return s.opts.Answer(rec)
+	case rec.ResponseFormat == "json_schema":
+		if v, err := Instance(rec.Schema); err == nil {
+			return string(v)
+		}
+		return "{}"
+	case rec.ResponseFormat == "json_object":
+		return "{}"
+	default:
+		return s.opts.Text
+	}
+}
+
+// words counts tokens the way this server bills them: white-space
+// separated words, at least one.
+func words(s string) int { return max(1, len(strings.Fields(s))) }
+
+func (s *Server) chatAnswer(rec Request, seq int) []byte {
+	content := s.content(rec)
+	prompt := 0
+	for _, m := range rec.Messages {
+		prompt += words(m.Content)
+	}
+	completion := words(content)
+	model := rec.Model
+	if model == "" {
+		model = "llmtest"
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id":      fmt.Sprintf("chatcmpl-llmtest-%06d", seq),
+		"object":  "chat.completion",
+		"created": time.Now().Unix(),
+		"model":   model,
+		"choices": []any{map[string]any{
+			"index":         0,
+			"message":       map[string]any{"role": "assistant", "content": content},
+			"logprobs":      nil,
+			"finish_reason": "stop",
+		}},
+		"usage": map[string]int{
+			"prompt_tokens":     prompt,
+			"completion_tokens": completion,
+			"total_tokens":      prompt + completion,
+		},
+		"system_fingerprint": "fp_llmtest",
+	})
+	return b
+}
+
+func (s *Server) embeddingAnswer(rec Request) []byte {
+	data := make([]any, len(rec.Input))
+	tokens := 0
+	for i, in := range rec.Input {
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Vector(in, s.opts.EmbeddingDim)}
+		tokens += words(in)
+	}
+	model := rec.Model
+	if model == "" {
+		model = "llmtest-embedding"
+	}
+	b, _ := json.Marshal(map[string]any{
+		"object": "list",
+		"data":   data,
+		"model":  model,
+		"usage":  map[string]int{"prompt_tokens": tokens, "total_tokens": tokens},
+	})
+	return b
+}
+
+// Vector is the embedding the server returns for text: dim pseudo-random
+// components seeded by the text, with unit length.
+func Vector(text string, dim int) []float32 {
+	h := fnv.New64a()
+	io.WriteString(h, text)
+	rng := rand.New(rand.NewPCG(h.Sum64(), 0xe3b))
+	v := make([]float32, dim)
+	var norm float64
+	for i := range v {
+		x := rng.Float64()*2 - 1
+		v[i] = float32(x)
+		norm += x * x
+	}
+	if norm = math.Sqrt(norm); norm > 0 {
+		for i := range v {
+			v[i] = float32(float64(v[i]) / norm)
+		}
+	}
+	return v
+}

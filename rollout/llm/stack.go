@@ -1,0 +1,65 @@
+package llm
+
+import "log/slog"
+
+// StackOptions configures Stack.
+type StackOptions struct {
+	// Retry configures the retries; its Role defaults to the client's.
+	Retry RetryOptions
+	// Limiter, when set, is shared with other stacks (roles on the same
+	// server); otherwise Limits makes one for this stack alone.
+	Limiter *Limiter
+	Limits  LimitOptions
+	// CacheDir, when set, turns on the on-disk response cache.
+	CacheDir string
+	// Prices replaces DefaultPrices for accounting.
+	Prices map[string]Price
+	// Logger is used by the retries and the cache when theirs are unset.
+	Logger *slog.Logger
+}
+
+// Stack wraps c in the recommended order,
+//
+//	Account(Cache(Retry(Limit(c))))
+//
+// and returns the outer Meter, whose Snapshot gives the role's usage. See
+// the package documentation for why this order.
+func Stack(c *Client, opts StackOptions) (*Meter, error) {
+	lim := opts.Limiter
+	if lim == nil {
+		lim = NewLimiter(opts.Limits)
+	}
+	ro := opts.Retry
+	if ro.Role == "" {
+		ro.Role = c.Role()
+	}
+	if ro.Logger == nil {
+		ro.Logger = opts.Logger
+	}
+	var ch Chatter = Retry(lim.Chatter(c), ro)
+	if opts.CacheDir != "" {
+		var err error
+		ch, err = Cache(ch, CacheOptions{Dir: opts.CacheDir, BaseURL: c.BaseURL(), Model: c.Model(), Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return Account(ch, AccountOptions{Role: c.Role(), Model: c.Model(), Prices: opts.Prices}), nil
+}
+
+// StackEmbedder wraps c's embeddings in Retry(Limit(c)) with the same
+// options (the cache and accounting are for chat only).
+func StackEmbedder(c *Client, opts StackOptions) Embedder {
+	lim := opts.Limiter
+	if lim == nil {
+		lim = NewLimiter(opts.Limits)
+	}
+	ro := opts.Retry
+	if ro.Role == "" {
+		ro.Role = c.Role()
+	}
+	if ro.Logger == nil {
+		ro.Logger = opts.Logger
+	}
+	return RetryEmbedder(lim.Embedder(c), ro)
+}

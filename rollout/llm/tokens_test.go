@@ -1,0 +1,41 @@
+package llm
+
+import (
+	"sync"
+	"testing"
+)
+
+func TestCountTokens(t *testing.T) {
+	tests := []struct {
+		model, text string
+		want        int
+	}{
+		// Counts as OpenAI's tiktoken gives them.
+		{"gpt-4", "hello world", 2},
+		{"gpt-4", "tiktoken is great!", 6},
+		{"gpt-4o-mini", "tiktoken is great!", 6},
+		{"gpt-4o", "", 0},
+		{"meta-llama/Meta-Llama-3-8B-Instruct", "hello world", 2},
+	}
+	for _, tt := range tests {
+		if got := CountTokens(tt.model, tt.text); got != tt.want {
+			t.Errorf("CountTokens(%q, %q): got %d, want %d", tt.model, tt.text, got, tt.want)
+		}
+	}
+}
+
+func TestCountTokensConcurrent(t *testing.T) {
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			model := "gpt-4.1"
+			if i%2 == 0 {
+				model = "gpt-3.5-turbo"
+			}
+			if got := CountTokens(model, "hello world"); got != 2 {
+				t.Errorf("%s: got %d, want 2", model, got)
+			}
+		})
+	}
+	wg.Wait()
+}
