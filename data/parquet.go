@@ -295,8 +295,10 @@ func ShowParquet(w io.Writer, path string, n int) error {
 		return showRows[Question](w, path, n)
 	case KindCorpus:
 		return showRows[Passage](w, path, n)
+	case KindTrajectories:
+		return showRows[State](w, path, n)
 	}
-	return fmt.Errorf("%s: unknown parquet kind %q (known: %s)", path, kind, joinNames([]Kind{KindQuestions, KindCorpus}))
+	return fmt.Errorf("%s: unknown parquet kind %q (known: %s)", path, kind, joinNames([]Kind{KindQuestions, KindCorpus, KindTrajectories}))
 }
 
 func showRows[T any](w io.Writer, path string, limit int) error {

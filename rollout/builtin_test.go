@@ -1,0 +1,505 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// evidence builds a context from blocks, each a title followed by its
+// sentences (appended one round per block).
+func evidence(blocks ...[]string) data.Context {
+	var c data.Context
+	for bi, b := range blocks {
+		var ev []data.Evidence
+		for i, s := range b[1:] {
+			ev = append(ev, data.Evidence{DocID: fmt.Sprint("d", bi), Title: b[0], Index: int32(i), Text: s})
+		}
+		c.Append(ev)
+	}
+	return c
+}
+
+func TestWords(t *testing.T) {
+	lx := getLexer()
+	defer putLexer(lx)
+	text := "Don't stop: the U.S. Army's 1,000 men (3.14) — Jean-Luc’s Café."
+	var got []string
+	for _, w := range lx.words(text, nil) {
+		got = append(got, fmt.Sprintf("%s/%s/%v", text[w.start:w.end], w.stem, w.upper))
+	}
+	want := []string{
+		"Don't/don't/true", "stop/stop/false", "the//false", "U.S/u./true", "Army's/armi/true",
+		"1,000/1,000/false", "men/men/false", "3.14/3.14/false", "Jean/jean/true", "Luc’s/luc/true", "Café/café/true",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("words (-want +got):\n%s", diff)
+	}
+}
+
+func TestCapitalised(t *testing.T) {
+	tests := []struct {
+		text string
+		want []string
+	}{
+		{"In which city was the director of The Electric Frontier born?", []string{"The Electric Frontier"}},
+		{"The Electric Frontier is a film directed by Thirta Grupoustaton.", []string{"The Electric Frontier", "Thirta Grupoustaton"}},
+		{"He studied at the University of Zandeport in 1990.", []string{"University of Zandeport"}},
+		{"Signals of the Silent Kingdom is a film.", []string{"Signals of the Silent Kingdom"}},
+		{"Which film came out first, The Quiet Song or Return to Drenibridge?", []string{"The Quiet Song", "Return to Drenibridge"}},
+		{"Apollo 11 landed; Neil Armstrong, an American, walked.", []string{"Apollo 11", "Neil Armstrong", "American"}},
+		{"Are Gundan Men and Gritinina Truwick of the same nationality?", []string{"Gundan Men", "Gritinina Truwick"}},
+		{"It was founded in May 1950 by A. B. Smith.", []string{"May 1950", "A", "B", "Smith"}},
+		{"the lower case of nothing", nil},
+	}
+	lx := getLexer()
+	defer putLexer(lx)
+	for _, tt := range tests {
+		words := lx.words(tt.text, nil)
+		var got []string
+		for _, sp := range capitalised(tt.text, words) {
+			got = append(got, spanText(tt.text, words, sp))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("capitalised(%q) (-want +got):\n%s", tt.text, diff)
+		}
+	}
+}
+
+func TestParseQuestion(t *testing.T) {
+	type parsed struct {
+		Kind      questionKind
+		Answer    answerType
+		Entities  []string
+		Required  []string
+		Focus     []string
+		Options   [2]string
+		Direction int
+		Numeric   bool
+		Same      bool
+	}
+	tests := []struct {
+		question string
+		want     parsed
+	}{
+		{"In which city was the director of The Electric Frontier born?", parsed{
+			Kind: kindWh, Answer: typePlace, Entities: []string{"The Electric Frontier"},
+			Required: []string{"director", "born"}, Focus: []string{"city"},
+		}},
+		{"What is the nationality of the author of A Bridge for Popundine?", parsed{
+			Kind: kindWh, Answer: typeDemonym, Entities: []string{"A Bridge for Popundine"},
+			Required: []string{"author"}, Focus: []string{"nationality"},
+		}},
+		{"When was the founder of Raiwusteton Music born?", parsed{
+			Kind: kindWh, Answer: typeDate, Entities: []string{"Raiwusteton Music"}, Required: []string{"founder", "born"},
+		}},
+		{"In what year was the university where Sta Zeton studied founded?", parsed{
+			Kind: kindWh, Answer: typeYear, Entities: []string{"Sta Zeton"},
+			Required: []string{"university", "studied", "founded"}, Focus: []string{"year"},
+		}},
+		{"How many people live in Return to Doford?", parsed{
+			Kind: kindWh, Answer: typeNumber, Entities: []string{"Return to Doford"}, Required: []string{"live"}, Focus: []string{"people"},
+		}},
+		{"Who directed Iron Tide?", parsed{
+			Kind: kindWh, Answer: typePerson, Entities: []string{"Iron Tide"}, Required: []string{"directed"},
+		}},
+		{"Which was founded earlier, Sauport Films or Fuloson Music?", parsed{
+			Kind: kindChoice, Entities: []string{"Sauport Films", "Fuloson Music"}, Required: []string{"founded"},
+			Options: [2]string{"Sauport Films", "Fuloson Music"}, Direction: -1,
+		}},
+		{"Which singer is American, Mark King or Nick Hexum?", parsed{
+			Kind: kindChoice, Answer: typePerson, Entities: []string{"American", "Mark King", "Nick Hexum"},
+			Focus: []string{"singer"}, Options: [2]string{"Mark King", "Nick Hexum"},
+		}},
+		{"Is Paris or Rome larger?", parsed{
+			Kind: kindChoice, Entities: []string{"Paris", "Rome"}, Options: [2]string{"Paris", "Rome"}, Direction: 1, Numeric: true,
+		}},
+		{"Are Gundan Men and Gritinina Truwick of the same nationality?", parsed{
+			Kind: kindYesNo, Entities: []string{"Gundan Men", "Gritinina Truwick"}, Focus: []string{"nationality"}, Same: true,
+		}},
+		{"Were both bands formed in 1990?", parsed{Kind: kindYesNo, Required: []string{"bands", "formed", "1990"}}},
+	}
+	lx := getLexer()
+	defer putLexer(lx)
+	for _, tt := range tests {
+		q := lx.parseQuestion(tt.question)
+		got := parsed{Kind: q.kind, Answer: q.answer, Options: q.options, Direction: q.direction, Numeric: q.numeric, Same: q.same}
+		for _, s := range q.entities {
+			got.Entities = append(got.Entities, spanText(q.text, q.words, s))
+		}
+		for _, i := range q.required {
+			got.Required = append(got.Required, lower(q.text, q.words[i]))
+		}
+		for _, i := range q.focus {
+			got.Focus = append(got.Focus, lower(q.text, q.words[i]))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("parseQuestion(%q) (-want +got):\n%s", tt.question, diff)
+		}
+	}
+}
+
+const bridgeQuestion = "In which city was the director of The Electric Frontier born?"
+
+var (
+	filmBlock     = []string{"The Electric Frontier", "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
+	directorBlock = []string{"Thirta Grupoustaton", "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director.", "She was born in Standafield, Tovamesia, and grew up in Zargolastad."}
+	strangerBlock = []string{"Gamik Fothestini", "Gamik Fothestini (born 4 October 1993) is a Rulolesian film director.", "He was born in Cemostad, Gogrartesia."}
+)
+
+func TestLexicalJudge(t *testing.T) {
+	tests := []struct {
+		name     string
+		question string
+		c        data.Context
+		want     data.Verdict
+	}{
+		{
+			name:     "empty evidence names what the question needs",
+			question: bridgeQuestion,
+			want: data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryBridgeEntity, Target: "The Electric Frontier", Description: "Find the passage about The Electric Frontier."},
+				{Category: data.CategoryAttribute, Target: "The Electric Frontier", Slot: "city director born", Description: "Find what the evidence lacks about The Electric Frontier: city, director, born."},
+			}},
+		},
+		{
+			name:     "first hop found: the bridge entity is next",
+			question: bridgeQuestion,
+			c:        evidence(filmBlock),
+			want: data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryBridgeEntity, Target: "Thirta Grupoustaton", Slot: "city born", Description: "Find what the evidence lacks about Thirta Grupoustaton: city, born."},
+			}},
+		},
+		{
+			name:     "both hops with an answer in sight",
+			question: bridgeQuestion,
+			c:        evidence(filmBlock, directorBlock),
+			want:     data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
+		},
+		{
+			name:     "words of an unrelated block do not count",
+			question: bridgeQuestion,
+			c:        evidence(filmBlock, strangerBlock),
+			want: data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryBridgeEntity, Target: "Thirta Grupoustaton", Slot: "city born", Description: "Find what the evidence lacks about Thirta Grupoustaton: city, born."},
+			}},
+		},
+		{
+			name:     "no answer of the asked type yet",
+			question: bridgeQuestion,
+			c:        evidence(filmBlock, directorBlock[:2]),
+			want: data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryAttribute, Target: "The Electric Frontier", Slot: "city", Description: "Find what the evidence lacks about The Electric Frontier: city."},
+			}},
+		},
+		{
+			name:     "comparison with both sides covered",
+			question: "Which was founded earlier, Sauport Films or Fuloson Music?",
+			c: evidence(
+				[]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."},
+				[]string{"Fuloson Music", "Fuloson Music is a record label founded in 1950."},
+			),
+			want: data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
+		},
+		{
+			name:     "comparison with one side missing",
+			question: "Which was founded earlier, Sauport Films or Fuloson Music?",
+			c:        evidence([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."}),
+			want: data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryBridgeEntity, Target: "Fuloson Music", Description: "Find the passage about Fuloson Music."},
+			}},
+		},
+		{
+			name:     "the link word may be missing when the next hop answers",
+			question: "What is the nationality of the author of Lonely Witnesses?",
+			c: evidence(
+				[]string{"Lonely Witnesses", "Lonely Witnesses is a novel by Thearia He, first published in 1953."},
+				[]string{"Thearia He", "Thearia He (born 2 May 1950) is a Bredesanian novelist."},
+			),
+			want: data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
+		},
+		{
+			name:     "question without names",
+			question: "what is the tallest mountain?",
+			c:        evidence([]string{"Hills", "Hills are low."}),
+			want: data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryAttribute, Target: "Answer", Slot: "tallest mountain", Description: "Find what the evidence lacks about Answer: tallest, mountain."},
+			}},
+		},
+		{
+			name:     "question without names, covered",
+			question: "what is the tallest mountain?",
+			c:        evidence([]string{"Hills", "Hills are lower than mountains."}),
+			want:     data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := LexicalJudge{}.Judge(context.Background(), tt.question, tt.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, res.Verdict); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+			parsed, err := data.ParseVerdict([]byte(res.Raw))
+			if err != nil {
+				t.Fatalf("raw output %s does not parse: %v", res.Raw, err)
+			}
+			if diff := cmp.Diff(res.Verdict, parsed, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("raw output parses to another verdict (-result +parsed):\n%s", diff)
+			}
+			if res.Model != LexicalJudgeName || res.TemplateHash == "" || res.ParseError != "" {
+				t.Errorf("got model %q, hash %q, parse error %q", res.Model, res.TemplateHash, res.ParseError)
+			}
+		})
+	}
+}
+
+func numbered(sentences ...data.Evidence) []Numbered {
+	var out []Numbered
+	for i, e := range sentences {
+		out = append(out, Numbered{ID: i + 1, Evidence: e, Line: NumberedLine(i+1, e)})
+	}
+	return out
+}
+
+func TestLexicalExtractor(t *testing.T) {
+	film := data.Evidence{DocID: "f", Title: "The Electric Frontier", Text: "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
+	filmCast := data.Evidence{DocID: "f", Title: "The Electric Frontier", Index: 1, Text: "It stars Ana Bo."}
+	dirIntro := data.Evidence{DocID: "d", Title: "Thirta Grupoustaton", Text: "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director."}
+	dirBorn := data.Evidence{DocID: "d", Title: "Thirta Grupoustaton", Index: 1, Text: "She was born in Standafield."}
+	other := data.Evidence{DocID: "o", Title: "Gamik Fothestini", Text: "Gamik Fothestini worked in a bakery."}
+	tests := []struct {
+		name      string
+		question  string
+		gaps      []data.GapItem
+		sentences []Numbered
+		max       int
+		want      []int
+	}{
+		{
+			name:      "ranks by match, drops what does not match",
+			question:  bridgeQuestion,
+			sentences: numbered(other, film, filmCast, dirIntro, dirBorn),
+			max:       6,
+			want:      []int{2, 4, 5},
+		},
+		{
+			name:      "the next hop's sentences rank even without a match",
+			question:  "What is the nationality of the author of Lonely Witnesses?",
+			sentences: numbered(other, data.Evidence{DocID: "l", Title: "Lonely Witnesses", Text: "Lonely Witnesses is a novel by Thearia He."}, data.Evidence{DocID: "t", Title: "Thearia He", Text: "Thearia He (born 1950) is a Bredesanian novelist."}, filmCast),
+			max:       6,
+			want:      []int{2, 3},
+		},
+		{
+			name:      "at most max",
+			question:  bridgeQuestion,
+			sentences: numbered(other, film, filmCast, dirIntro, dirBorn),
+			max:       2,
+			want:      []int{2, 4},
+		},
+		{
+			name:      "gap items add query words",
+			question:  "Who is it?",
+			gaps:      []data.GapItem{{Target: "Gamik Fothestini", Slot: "bakery"}},
+			sentences: numbered(film, other, dirBorn),
+			max:       6,
+			want:      []int{2},
+		},
+		{
+			name:      "description when target and slot are empty",
+			question:  "Who is it?",
+			gaps:      []data.GapItem{{Description: "bakery"}},
+			sentences: numbered(film, other),
+			max:       6,
+			want:      []int{2},
+		},
+		{
+			name:      "equal scores in id order",
+			question:  "bakery",
+			sentences: numbered(other, other, other),
+			max:       2,
+			want:      []int{1, 2},
+		},
+		{
+			name:      "nothing matches",
+			question:  "Where is the moon?",
+			sentences: numbered(other),
+			max:       6,
+			want:      []int{},
+		},
+		{
+			name:     "no sentences",
+			question: bridgeQuestion,
+			max:      6,
+			want:     []int{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := LexicalExtractor{}.Extract(context.Background(), tt.question, tt.gaps, tt.sentences, tt.max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, res.IDs); diff != "" {
+				t.Errorf("ids (-want +got):\n%s", diff)
+			}
+			var b strings.Builder
+			for i, id := range tt.want {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				fmt.Fprint(&b, id)
+			}
+			if want := `{"evidence_global_ids":[` + b.String() + `]}`; res.Raw != want {
+				t.Errorf("got raw output %s, want %s", res.Raw, want)
+			}
+			if res.Model != LexicalExtractorName || res.TemplateHash == "" {
+				t.Errorf("got model %q, hash %q", res.Model, res.TemplateHash)
+			}
+		})
+	}
+}
+
+func TestLexicalReader(t *testing.T) {
+	tests := []struct {
+		name     string
+		question string
+		c        data.Context
+		want     string
+	}{
+		{"place on the next hop", bridgeQuestion, evidence(filmBlock, directorBlock, strangerBlock), "Standafield"},
+		{"no answer in sight", bridgeQuestion, evidence(filmBlock), "Thirta Grupoustaton"},
+		{"empty evidence", bridgeQuestion, data.Context{}, ""},
+		{"person after by", "Who directed The Electric Frontier?", evidence(filmBlock), "Thirta Grupoustaton"},
+		{"full date", "When was the director of The Electric Frontier born?", evidence(filmBlock, directorBlock), "28 May 1903"},
+		{"year", "In what year was The Electric Frontier released?", evidence(filmBlock), "1952"},
+		{"number", "How many people work at Acme?", evidence([]string{"Acme", "Acme was founded in 1950.", "It employs about 1,801 people."}), "1,801"},
+		{"nationality", "What is the nationality of the director of The Electric Frontier?", evidence(filmBlock, directorBlock), "Tovamesian"},
+		{
+			"choice by earlier date", "Who was born first, Thirta Grupoustaton or Gamik Fothestini?",
+			evidence(directorBlock, strangerBlock), "Thirta Grupoustaton",
+		},
+		{
+			"choice by later date", "Who was born later, Thirta Grupoustaton or Gamik Fothestini?",
+			evidence(directorBlock, strangerBlock), "Gamik Fothestini",
+		},
+		{
+			"choice by larger number", "Which employs more people, Acme or Bolt?",
+			evidence([]string{"Acme", "Acme employs 300 people."}, []string{"Bolt", "Bolt employs 1,200 people."}), "Bolt",
+		},
+		{
+			"choice without values: the more mentioned", "Which is a film, Iron Tide or Gold Bell?",
+			evidence([]string{"Gold Bell", "Gold Bell is a film.", "Gold Bell was shot in Rome."}, []string{"Iron Tide", "Iron Tide is a song."}), "Gold Bell",
+		},
+		{"choice with nothing known: the first", "Which came first, Iron Tide or Gold Bell?", data.Context{}, "Iron Tide"},
+		{
+			"same nationality: no", "Are Thirta Grupoustaton and Gamik Fothestini of the same nationality?",
+			evidence(directorBlock, strangerBlock), "no",
+		},
+		{
+			"same nationality: yes", "Are Thirta Grupoustaton and Ana Bo of the same nationality?",
+			evidence(directorBlock, []string{"Ana Bo", "Ana Bo (born 1 May 1950) is a Tovamesian actress."}), "yes",
+		},
+		{"yes/no covered", "Was The Electric Frontier directed by Thirta Grupoustaton?", evidence(filmBlock), "yes"},
+		{"yes/no not covered", "Was The Electric Frontier filmed in Rome?", evidence(filmBlock), "no"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := LexicalReader{}.Answer(context.Background(), tt.question, tt.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Answer != tt.want {
+				t.Errorf("got %q, want %q", res.Answer, tt.want)
+			}
+			if want := "Answer: " + tt.want; res.Raw != want {
+				t.Errorf("got raw output %q, want %q", res.Raw, want)
+			}
+			if res.Model != LexicalReaderName || res.TemplateHash == "" {
+				t.Errorf("got model %q, hash %q", res.Model, res.TemplateHash)
+			}
+		})
+	}
+}
+
+func TestFixedPolicies(t *testing.T) {
+	tests := []struct {
+		judge Judge
+		name  string
+		want  data.Verdict
+	}{
+		{Never{}, NeverName, data.Verdict{GapItems: []data.GapItem{}}},
+		{Always{}, AlwaysName, data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
+	}
+	for _, tt := range tests {
+		res, err := tt.judge.Judge(context.Background(), "q?", evidence(filmBlock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, res.Verdict); diff != "" {
+			t.Errorf("%s: verdict (-want +got):\n%s", tt.name, diff)
+		}
+		parsed, err := data.ParseVerdict([]byte(res.Raw))
+		if err != nil {
+			t.Errorf("%s: raw output %q does not parse: %v", tt.name, res.Raw, err)
+		}
+		if parsed.Sufficient != tt.want.Sufficient {
+			t.Errorf("%s: raw output says sufficient %v, want %v", tt.name, parsed.Sufficient, tt.want.Sufficient)
+		}
+		if res.Model != tt.name || res.TemplateHash == "" {
+			t.Errorf("got model %q, hash %q; want %q and a hash", res.Model, res.TemplateHash, tt.name)
+		}
+	}
+}
+
+// TestBuiltinsConcurrent runs the built-in roles from many goroutines (for
+// the race detector) and checks they answer as they do alone.
+func TestBuiltinsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	c := evidence(filmBlock, directorBlock, strangerBlock)
+	questions := []string{bridgeQuestion, "Who was born first, Thirta Grupoustaton or Gamik Fothestini?", "Who directed The Electric Frontier?"}
+	sentences := numbered(c.Evidence()...)
+	type outputs struct {
+		verdict data.Verdict
+		ids     []int
+		answer  string
+	}
+	answer := func(q string) outputs {
+		j, _ := LexicalJudge{}.Judge(ctx, q, c)
+		x, _ := LexicalExtractor{}.Extract(ctx, q, j.Verdict.GapItems, sentences, 3)
+		r, _ := LexicalReader{}.Answer(ctx, q, c)
+		return outputs{j.Verdict, x.IDs, r.Answer}
+	}
+	want := make([]outputs, len(questions))
+	for i, q := range questions {
+		want[i] = answer(q)
+	}
+	var wg sync.WaitGroup
+	got := make([][]outputs, 8)
+	for g := range got {
+		wg.Go(func() {
+			for range 20 {
+				for _, q := range questions {
+					got[g] = append(got[g], answer(q))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for g := range got {
+		for i, o := range got[g] {
+			if diff := cmp.Diff(want[i%len(questions)], o, cmp.AllowUnexported(outputs{})); diff != "" {
+				t.Fatalf("goroutine %d call %d differs (-alone +concurrent):\n%s", g, i, diff)
+			}
+		}
+	}
+}

@@ -1,0 +1,529 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/rollout/retrieve"
+)
+
+// The method's defaults.
+const (
+	// DefaultMaxRetrievals bounds the retrievals per question, so a question
+	// has at most DefaultMaxRetrievals+1 judge calls.
+	DefaultMaxRetrievals = 4
+	// DefaultTopK is the number of new documents retrieved per round.
+	DefaultTopK = 6
+	// DefaultMaxEvidence (K) bounds the sentences chosen per round.
+	DefaultMaxEvidence = 6
+	// DefaultMaxSentences bounds the sentences shown per document.
+	DefaultMaxSentences = 40
+	// QueryGaps is how many gap items the query is built from.
+	QueryGaps = 3
+	// ExtractorGaps is how many current gap items the extractor sees.
+	ExtractorGaps = 3
+	// TitleFetch is how many documents a round asks the retriever for when
+	// documents are deduplicated by title, before dropping the titles seen
+	// (the reference code asks for 50 and filters down to k).
+	TitleFetch = 50
+)
+
+// Policy says when the loop stops.
+type Policy int
+
+const (
+	// EarlyStop stops as soon as the judge calls the evidence sufficient
+	// (after the forced first retrieval), or when the budget is spent.
+	EarlyStop Policy = iota
+	// Fixed always spends the whole retrieval budget, recording the judge's
+	// verdict at every state, as the reference traces were collected.
+	Fixed
+)
+
+var policyNames = map[Policy]string{EarlyStop: "early-stop", Fixed: "fixed"}
+
+func (p Policy) String() string {
+	if s, ok := policyNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy parses "early-stop" or "fixed".
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range []Policy{EarlyStop, Fixed} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("policy %q: want early-stop or fixed: %w", s, ErrOptions)
+}
+
+// Dedup says when a retrieved document counts as already seen.
+type Dedup int
+
+const (
+	// DedupDocID skips documents whose id was retrieved before.
+	DedupDocID Dedup = iota
+	// DedupTitle skips documents whose title was retrieved before, as
+	// SIM-RAG does; it also keeps one document per title within a round.
+	DedupTitle
+)
+
+var dedupNames = map[Dedup]string{DedupDocID: "doc-id", DedupTitle: "title"}
+
+func (d Dedup) String() string {
+	if s, ok := dedupNames[d]; ok {
+		return s
+	}
+	return fmt.Sprintf("Dedup(%d)", int(d))
+}
+
+// ParseDedup parses "doc-id" or "title".
+func ParseDedup(s string) (Dedup, error) {
+	for _, d := range []Dedup{DedupDocID, DedupTitle} {
+		if s == d.String() {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("dedup %q: want doc-id or title: %w", s, ErrOptions)
+}
+
+// Options configure the loop. The zero value is the method's setting: zero
+// numbers mean the defaults above.
+type Options struct {
+	// MaxRetrievals bounds the retrievals per question (default 4). One
+	// retrieval always happens.
+	MaxRetrievals int
+	// TopK is the number of new documents per retrieval (default 6).
+	TopK int
+	// MaxEvidence (the method's K) bounds the sentences the extractor may
+	// choose per round (default 6).
+	MaxEvidence int
+	// MaxSentences bounds the sentences shown per document (default 40).
+	MaxSentences int
+	// FirstGapOnly builds the query from the first valid gap item only
+	// (the paper's description) instead of the first three.
+	FirstGapOnly bool
+	// Dedup says which documents count as seen (default by doc id).
+	Dedup Dedup
+	// Policy says when to stop (default EarlyStop).
+	Policy Policy
+}
+
+// ErrOptions is the cause of errors about bad Options.
+var ErrOptions = errors.New("bad loop options")
+
+// ErrMissingRole is returned by Run when a role of Roles is nil.
+var ErrMissingRole = errors.New("missing role")
+
+// withDefaults checks o and fills in the defaults.
+func (o Options) withDefaults() (Options, error) {
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"max retrievals", &o.MaxRetrievals, DefaultMaxRetrievals},
+		{"top-k", &o.TopK, DefaultTopK},
+		{"max evidence", &o.MaxEvidence, DefaultMaxEvidence},
+		{"max sentences", &o.MaxSentences, DefaultMaxSentences},
+	} {
+		if *f.v < 0 {
+			return o, fmt.Errorf("%s %d: %w", f.name, *f.v, ErrOptions)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if _, ok := policyNames[o.Policy]; !ok {
+		return o, fmt.Errorf("%v: %w", o.Policy, ErrOptions)
+	}
+	if _, ok := dedupNames[o.Dedup]; !ok {
+		return o, fmt.Errorf("%v: %w", o.Dedup, ErrOptions)
+	}
+	return o, nil
+}
+
+// RoleError reports that a role failed on one question: the question is
+// lost, the run is not. Callers record it (FailedState) and go on.
+type RoleError struct {
+	// Role is "judge", "extractor" or "reader".
+	Role string
+	// Round is the round the call belonged to.
+	Round int
+	Err   error
+}
+
+func (e *RoleError) Error() string {
+	return fmt.Sprintf("%s at round %d: %v", e.Role, e.Round, e.Err)
+}
+
+func (e *RoleError) Unwrap() error { return e.Err }
+
+// Trajectory is the record of one question's run through the loop.
+type Trajectory struct {
+	// States holds one row per judge call; the last one is final and
+	// carries the answer. After an error it holds the states completed
+	// before it, none final.
+	States []data.State
+	// Answer is the reader's answer; Context the final evidence context.
+	Answer  string
+	Context data.Context
+	Counts  Counts
+	// Time spent in each stage, in total.
+	Judge, Retrieve, Extract, Read time.Duration
+	// Tokens used by each role, in total.
+	JudgeUsage, ExtractorUsage, ReaderUsage Usage
+}
+
+// Counts are the loop's tallies for one question.
+type Counts struct {
+	JudgeCalls, Retrievals, ExtractorCalls int
+	// Parse failures of each role, each handled by the method's fallback.
+	JudgeParseFailures, ExtractorParseFailures, ReaderParseFailures int
+	// Override is set when the t = 0 override applied.
+	Override bool
+	// Retrieved documents and the numbered sentences shown of them.
+	Documents, Candidates int
+	// Chosen sentence ids kept, and those dropped by reason.
+	Chosen, DroppedOutOfRange, DroppedRepeated, DroppedOverLimit int
+	// Title blocks appended to the context and those already in it.
+	BlocksAdded, BlocksSkipped int
+}
+
+// Run runs the loop of the method on one question and records every state.
+//
+// Errors: a *RoleError means the question failed (a role could not answer
+// it); record it and go on. Any other error is systemic and should end the
+// run: the context was cancelled (the error wraps ctx.Err(), even when a
+// role noticed first), the retriever failed (per the retrieve contract, a
+// broken backend), or the options or roles are invalid (ErrOptions,
+// ErrMissingRole).
+func Run(ctx context.Context, q data.Question, roles Roles, opts Options) (Trajectory, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return Trajectory{}, err
+	}
+	switch {
+	case roles.Judge == nil:
+		return Trajectory{}, fmt.Errorf("judge: %w", ErrMissingRole)
+	case roles.Extractor == nil:
+		return Trajectory{}, fmt.Errorf("extractor: %w", ErrMissingRole)
+	case roles.Reader == nil:
+		return Trajectory{}, fmt.Errorf("reader: %w", ErrMissingRole)
+	case roles.Retriever == nil:
+		return Trajectory{}, fmt.Errorf("retriever: %w", ErrMissingRole)
+	}
+	l := loop{q: q, roles: roles, opts: opts, seenIDs: make(map[string]struct{}, opts.TopK*(opts.MaxRetrievals))}
+	if opts.Dedup == DedupTitle {
+		l.seenTitles = make(map[string]struct{})
+	}
+	err = l.run(ctx)
+	l.tr.Context = l.c
+	return l.tr, err
+}
+
+// FailedState is the row that records a failed question: final, with the
+// error as its failure reason.
+func FailedState(q data.Question, err error) data.State {
+	return data.State{QuestionID: q.ID, Dataset: q.Dataset, Question: q.Text, IsFinal: true, Failure: err.Error()}
+}
+
+// loop is the state of one question's run.
+type loop struct {
+	q     data.Question
+	roles Roles
+	opts  Options
+	tr    Trajectory
+	c     data.Context
+
+	queries    []string
+	retrieved  []data.RetrievedDoc
+	exclude    []string
+	seenIDs    map[string]struct{}
+	seenTitles map[string]struct{}
+	// next holds what the last extraction round recorded, for the state
+	// whose context it produced.
+	next data.State
+}
+
+func (l *loop) run(ctx context.Context) error {
+	for round := 0; ; round++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("round %d: %w", round, err)
+		}
+		st := l.next
+		l.next = data.State{}
+		st.QuestionID, st.Dataset, st.Round, st.Question = l.q.ID, l.q.Dataset, int32(round), l.q.Text
+		st.Context, st.Evidence = l.c.Render(), l.c.Evidence()
+		st.Queries, st.Retrieved = slices.Clone(l.queries), slices.Clone(l.retrieved)
+
+		verdict, err := l.judge(ctx, round, &st)
+		if err != nil {
+			return err
+		}
+		override := round == 0 && verdict.Sufficient && l.opts.Policy == EarlyStop
+		if override {
+			st.Override = true
+			l.tr.Counts.Override = true
+		}
+		if round == l.opts.MaxRetrievals || (l.opts.Policy == EarlyStop && verdict.Sufficient && !override) {
+			if err := l.read(ctx, round, &st); err != nil {
+				return err
+			}
+			l.tr.States = append(l.tr.States, st)
+			return nil
+		}
+		l.tr.States = append(l.tr.States, st)
+		if err := l.step(ctx, round, verdict.GapItems); err != nil {
+			return err
+		}
+	}
+}
+
+// judge runs the judge on the current context and records its output in st.
+func (l *loop) judge(ctx context.Context, round int, st *data.State) (data.Verdict, error) {
+	start := time.Now()
+	res, err := l.roles.Judge.Judge(ctx, l.q.Text, l.c)
+	d := time.Since(start)
+	l.tr.Judge += d
+	if err != nil {
+		return data.Verdict{}, roleError(ctx, "judge", round, err)
+	}
+	l.tr.Counts.JudgeCalls++
+	l.tr.JudgeUsage = l.tr.JudgeUsage.Add(res.Usage)
+	verdict := res.Verdict
+	if res.ParseError != "" {
+		verdict = data.Verdict{}
+		l.tr.Counts.JudgeParseFailures++
+	}
+	if verdict.Sufficient {
+		verdict.GapItems = nil
+	}
+	st.JudgeOutput, st.JudgeParseError = res.Raw, res.ParseError
+	st.Sufficient, st.GapItems = verdict.Sufficient, slices.Clone(verdict.GapItems)
+	st.JudgeMS = ms(d)
+	st.JudgeModel, st.JudgeTemplate = res.Model, res.TemplateHash
+	st.JudgePromptTokens, st.JudgeCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	return verdict, nil
+}
+
+// read runs the reader on the final context and records its answer in st.
+func (l *loop) read(ctx context.Context, round int, st *data.State) error {
+	start := time.Now()
+	res, err := l.roles.Reader.Answer(ctx, l.q.Text, l.c)
+	d := time.Since(start)
+	l.tr.Read += d
+	if err != nil {
+		return roleError(ctx, "reader", round, err)
+	}
+	l.tr.ReaderUsage = l.tr.ReaderUsage.Add(res.Usage)
+	answer := res.Answer
+	if res.ParseError != "" {
+		answer = ""
+		l.tr.Counts.ReaderParseFailures++
+	}
+	l.tr.Answer = answer
+	st.IsFinal = true
+	st.Answer, st.ReaderOutput, st.ReaderParseError = answer, res.Raw, res.ParseError
+	st.ReadMS = ms(d)
+	st.ReaderModel, st.ReaderTemplate = res.Model, res.TemplateHash
+	st.ReaderPromptTokens, st.ReaderCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	return nil
+}
+
+// step runs one retrieval round: query, retrieve, number, extract, append.
+// What it records goes to l.next, the state of the context it produces.
+func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
+	query := BuildQuery(l.q.Text, gaps, l.opts.FirstGapOnly)
+	l.queries = append(l.queries, query)
+
+	start := time.Now()
+	hits, err := l.search(ctx, query)
+	d := time.Since(start)
+	l.tr.Retrieve += d
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return fmt.Errorf("retrieve at round %d: %w", round, cerr)
+		}
+		return fmt.Errorf("retrieve at round %d: %w", round, err)
+	}
+	l.tr.Counts.Retrievals++
+	l.tr.Counts.Documents += len(hits)
+	for i, h := range hits {
+		l.retrieved = append(l.retrieved, data.RetrievedDoc{Round: int32(round), Rank: int32(i + 1), DocID: h.ID, Title: h.Title, Score: h.Score})
+	}
+	next := &l.next
+	next.RetrieveMS = ms(d)
+
+	sentences := number(hits, l.opts.MaxSentences)
+	next.Candidates = int32(len(sentences))
+	l.tr.Counts.Candidates += len(sentences)
+	if len(sentences) == 0 {
+		return nil // nothing new to point at: no extractor call
+	}
+	shown := gaps[:min(len(gaps), ExtractorGaps)]
+	start = time.Now()
+	res, err := l.roles.Extractor.Extract(ctx, l.q.Text, slices.Clone(shown), sentences, l.opts.MaxEvidence)
+	d = time.Since(start)
+	l.tr.Extract += d
+	if err != nil {
+		return roleError(ctx, "extractor", round, err)
+	}
+	l.tr.Counts.ExtractorCalls++
+	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)
+	next.ExtractMS = ms(d)
+	next.ExtractorOutput, next.ExtractorParseError = res.Raw, res.ParseError
+	next.ExtractorModel, next.ExtractorTemplate = res.Model, res.TemplateHash
+	next.ExtractorPromptTokens, next.ExtractorCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	ids := res.IDs
+	if res.ParseError != "" {
+		ids = nil
+		l.tr.Counts.ExtractorParseFailures++
+	}
+
+	chosen := make([]data.Evidence, 0, l.opts.MaxEvidence)
+	for _, id := range ids {
+		switch {
+		case id < 1 || id > len(sentences):
+			next.DroppedOutOfRange++
+		case slices.Contains(next.ChosenIDs, int32(id)):
+			next.DroppedRepeated++
+		case len(chosen) == l.opts.MaxEvidence:
+			next.DroppedOverLimit++
+		default:
+			next.ChosenIDs = append(next.ChosenIDs, int32(id))
+			chosen = append(chosen, sentences[id-1].Evidence)
+			continue
+		}
+		next.DroppedIDs = append(next.DroppedIDs, clampID(id))
+	}
+	l.tr.Counts.Chosen += len(next.ChosenIDs)
+	l.tr.Counts.DroppedOutOfRange += int(next.DroppedOutOfRange)
+	l.tr.Counts.DroppedRepeated += int(next.DroppedRepeated)
+	l.tr.Counts.DroppedOverLimit += int(next.DroppedOverLimit)
+
+	added := l.c.Append(chosen)
+	skipped := countTitles(chosen) - added
+	next.BlocksAdded, next.BlocksSkipped = int32(added), int32(skipped)
+	l.tr.Counts.BlocksAdded += added
+	l.tr.Counts.BlocksSkipped += skipped
+	return nil
+}
+
+// search retrieves the round's new documents, best first.
+func (l *loop) search(ctx context.Context, query string) ([]retrieve.Hit, error) {
+	k := l.opts.TopK
+	if l.opts.Dedup == DedupTitle {
+		k = max(k, TitleFetch)
+	}
+	hits, err := l.roles.Retriever.Search(ctx, retrieve.Query{Text: query, K: k, Exclude: l.exclude})
+	if err != nil {
+		return nil, err
+	}
+	kept := hits[:0]
+	for _, h := range hits {
+		if len(kept) == l.opts.TopK {
+			break
+		}
+		// A retriever that honours Exclude never returns a seen id; this
+		// also drops an id repeated within the round.
+		if _, seen := l.seenIDs[h.ID]; seen {
+			continue
+		}
+		if l.seenTitles != nil {
+			if _, seen := l.seenTitles[h.Title]; seen {
+				continue
+			}
+			l.seenTitles[h.Title] = struct{}{}
+		}
+		l.seenIDs[h.ID] = struct{}{}
+		l.exclude = append(l.exclude, h.ID)
+		kept = append(kept, h)
+	}
+	return kept, nil
+}
+
+// BuildQuery writes the query of a round (METHOD step 3): the question, then
+// for each of the first QueryGaps gap items target + " " + slot, or its
+// description when target and slot are empty; items with nothing to add
+// are skipped. With firstGapOnly only the first item that adds something is
+// used. No gaps means the bare question. Parts are joined by single spaces
+// and trimmed, and line breaks become spaces.
+func BuildQuery(question string, gaps []data.GapItem, firstGapOnly bool) string {
+	parts := []string{data.OneLine(question)}
+	if !firstGapOnly {
+		gaps = gaps[:min(len(gaps), QueryGaps)]
+	}
+	for _, g := range gaps {
+		part := data.OneLine(strings.TrimSpace(strings.TrimSpace(g.Target) + " " + strings.TrimSpace(g.Slot)))
+		if part == "" {
+			part = data.OneLine(g.Description)
+		}
+		if part == "" {
+			continue
+		}
+		parts = append(parts, part)
+		if firstGapOnly {
+			break
+		}
+	}
+	return strings.TrimSpace(strings.Join(parts, " "))
+}
+
+// number splits the retrieved documents into sentences, at most maxPerDoc
+// per document (the passage's own split when it has one), and numbers them
+// globally from 1. Blank sentences are not shown; indexes stay those of the
+// document.
+func number(hits []retrieve.Hit, maxPerDoc int) []Numbered {
+	var out []Numbered
+	for _, h := range hits {
+		sentences := h.Sentences
+		if len(sentences) == 0 {
+			sentences = data.Sentences(h.Text)
+		}
+		for i, s := range sentences[:min(len(sentences), maxPerDoc)] {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			e := data.Evidence{DocID: h.ID, Title: h.Title, Index: int32(i), Text: s}
+			id := len(out) + 1
+			out = append(out, Numbered{ID: id, Evidence: e, Line: NumberedLine(id, e)})
+		}
+	}
+	return out
+}
+
+// countTitles counts the distinct titles of evidence.
+func countTitles(evidence []data.Evidence) int {
+	n := 0
+	for i, e := range evidence {
+		if !slices.ContainsFunc(evidence[:i], func(o data.Evidence) bool { return o.Title == e.Title }) {
+			n++
+		}
+	}
+	return n
+}
+
+// clampID fits an id given by a model into an int32 column.
+func clampID(id int) int32 {
+	const lo, hi = -1 << 31, 1<<31 - 1
+	return int32(min(max(id, lo), hi))
+}
+
+// roleError wraps a role's error: a *RoleError for the question, or the
+// context's error when the run is being cancelled.
+func roleError(ctx context.Context, role string, round int, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s at round %d: %w", role, round, cerr)
+	}
+	return &RoleError{Role: role, Round: round, Err: err}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
