@@ -23,8 +23,11 @@
 //     (data.Context.Append). What this round did is recorded on the next
 //     state, the one whose context it produced.
 //
-// The roles are interfaces declared here, where they are consumed. Model-
-// backed implementations live elsewhere; this package holds the built-in
+// The roles are interfaces declared here, where they are consumed. Two
+// families implement them: model-backed ones (NewLLMJudge, NewLLMExtractor,
+// NewLLMReader) that talk to any OpenAI-compatible server through an
+// llm.Chatter, with prompts written in prompts.go and the judge's in data
+// (the one rendering shared with labelling and SFT export); and built-in
 // deterministic ones that need no model: LexicalJudge, LexicalExtractor and
 // LexicalReader (baselines that match words the way BM25 does), and the
 // fixed policies Never and Always for ablations. Every result carries the

@@ -1,0 +1,297 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/rollout/llm"
+)
+
+// The answer caps of the model-backed roles, the method's settings: the
+// judge answers with the teacher's budget, the extractor and the reader
+// with the reference code's caps.
+const (
+	DefaultJudgeMaxTokens     = 512
+	DefaultExtractorMaxTokens = 64
+	DefaultReaderMaxTokens    = 128
+)
+
+// LLMOption adjusts a model-backed role.
+type LLMOption func(*llmSettings)
+
+type llmSettings struct {
+	maxTokens int
+}
+
+// WithMaxTokens caps the tokens of each answer at n; n <= 0 keeps the
+// role's default.
+func WithMaxTokens(n int) LLMOption {
+	return func(s *llmSettings) {
+		if n > 0 {
+			s.maxTokens = n
+		}
+	}
+}
+
+func newSettings(maxTokens int, opts []LLMOption) llmSettings {
+	s := llmSettings{maxTokens: maxTokens}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
+}
+
+var (
+	_ Judge     = (*LLMJudge)(nil)
+	_ Extractor = (*LLMExtractor)(nil)
+	_ Reader    = (*LLMReader)(nil)
+	// llm.DecodeJSON reads a verdictReply through its UnmarshalJSON, which
+	// leaves the checks to data.ParseVerdict.
+	_ json.Unmarshaler = (*verdictReply)(nil)
+)
+
+// LLMJudge is the judge backed by a chat model (METHOD step 1). It shows
+// the model data.JudgePrompt of the question and the rendered context,
+// asks for {"sufficient": bool, "gap_items": [{"category", "target",
+// "slot", "description"}]} and reads the answer with data.ParseVerdict: a
+// missing or non-boolean "sufficient" or a malformed gap item is a parse
+// failure, and the gap items of a sufficient verdict are dropped. Its
+// template hash is data.JudgeTemplateHash.
+//
+// The model-backed roles (LLMJudge, LLMExtractor, LLMReader) share these
+// guarantees, on top of the contract of Roles:
+//
+//   - Decoding is greedy: temperature 0, sent to the server as such.
+//   - The judge and the extractor ask for structured output (a strict JSON
+//     Schema) and read the first JSON object of the answer; an unusable
+//     answer is asked again once, showing the model what was wrong
+//     (llm.DecodeJSON). The reader answers in plain text.
+//   - Output that still cannot be used is not an error: Call.ParseError
+//     says why and Call.Raw holds the last answer.
+//   - An error of the Chatter (one that its retries did not cure) is
+//     returned, wrapped; when ctx has ended, ctx.Err() is returned as is.
+//   - Call.Model is the model the server says answered, else the model
+//     given to the constructor; Call.Usage adds up both calls of a re-ask.
+//   - They are safe for concurrent use when their Chatter is.
+type LLMJudge struct {
+	c     llm.Chatter
+	model string
+	s     llmSettings
+}
+
+// NewLLMJudge returns a judge that asks c; model is recorded when the
+// server does not name the model that answered. It answers in at most
+// DefaultJudgeMaxTokens tokens unless WithMaxTokens says otherwise.
+func NewLLMJudge(c llm.Chatter, model string, opts ...LLMOption) *LLMJudge {
+	return &LLMJudge{c: c, model: model, s: newSettings(DefaultJudgeMaxTokens, opts)}
+}
+
+// judgeReply is the judge's answer as its JSON Schema describes it. The
+// enum must list data.GapCategories(); a test checks it.
+type judgeReply struct {
+	Sufficient bool       `json:"sufficient" description:"true when the evidence alone answers the question"`
+	GapItems   []gapReply `json:"gap_items" description:"what is missing, most important first; empty when sufficient"`
+}
+
+type gapReply struct {
+	Category    string `json:"category" enum:"bridge_entity,attribute,relation,evidence_span,other"`
+	Target      string `json:"target" description:"the entity the missing information is about"`
+	Slot        string `json:"slot" description:"the missing property or relation"`
+	Description string `json:"description" description:"one short sentence saying what must be found"`
+}
+
+// verdictReply decodes a judge's JSON object with data.ParseVerdict, so
+// that llm.DecodeJSON re-asks on exactly the answers the method rejects.
+type verdictReply struct {
+	v data.Verdict
+}
+
+func (r *verdictReply) UnmarshalJSON(b []byte) error {
+	v, err := data.ParseVerdict(b)
+	if err != nil {
+		return err
+	}
+	r.v = v
+	return nil
+}
+
+// extractReply is the extractor's answer, for its schema and its decoding:
+// the ids must be JSON integers; null means none.
+type extractReply struct {
+	IDs []int `json:"evidence_global_ids" description:"ids of the sentences to keep, most useful first, each once"`
+}
+
+var (
+	judgeSchema     = mustSchema[judgeReply]("judge_verdict")
+	extractorSchema = mustSchema[extractReply]("evidence_pointers")
+)
+
+// mustSchema makes the schema of a reply type of this file; it cannot fail
+// for them, which the tests confirm.
+func mustSchema[T any](name string) llm.Schema {
+	s, err := llm.SchemaFor[T](name)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Judge implements Judge.
+func (j *LLMJudge) Judge(ctx context.Context, question string, c data.Context) (JudgeResult, error) {
+	schema := judgeSchema
+	req := llm.Request{
+		Messages:    messages(data.JudgePrompt(question, c.Render())),
+		Temperature: 0,
+		MaxTokens:   j.s.maxTokens,
+		Schema:      &schema,
+	}
+	var reply verdictReply
+	resp, err := llm.DecodeJSON(ctx, j.c, req, &reply)
+	call, err := decodedCall(resp, err, j.model, data.JudgeTemplateHash)
+	if err != nil {
+		return JudgeResult{}, roleCallError(ctx, "llm judge", err)
+	}
+	if call.ParseError != "" {
+		return JudgeResult{Verdict: data.Verdict{}, Call: call}, nil
+	}
+	return JudgeResult{Verdict: reply.v, Call: call}, nil
+}
+
+// LLMExtractor is the extractor backed by a chat model (METHOD step 5). It
+// shows the model ExtractorPrompt (the question, up to ExtractorGaps gap
+// items, the numbered sentences and the most ids to give), asks for
+// {"evidence_global_ids": [...]} and returns the ids as the model gave
+// them: the loop drops and counts invalid, repeated and surplus ids. Ids
+// that are not JSON integers make the answer unusable. With no sentences,
+// or max < 1, it returns no ids without asking. Its template hash is
+// ExtractorTemplateHash. See LLMJudge for what the model-backed roles
+// share.
+type LLMExtractor struct {
+	c     llm.Chatter
+	model string
+	s     llmSettings
+}
+
+// NewLLMExtractor returns an extractor that asks c; model is recorded when
+// the server does not name the model that answered. It answers in at most
+// DefaultExtractorMaxTokens tokens unless WithMaxTokens says otherwise.
+func NewLLMExtractor(c llm.Chatter, model string, opts ...LLMOption) *LLMExtractor {
+	return &LLMExtractor{c: c, model: model, s: newSettings(DefaultExtractorMaxTokens, opts)}
+}
+
+// Extract implements Extractor.
+func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data.GapItem, sentences []Numbered, max int) (ExtractResult, error) {
+	if max < 1 || len(sentences) == 0 {
+		return ExtractResult{IDs: []int{}, Call: Call{Model: x.model, TemplateHash: ExtractorTemplateHash}}, nil
+	}
+	schema := extractorSchema
+	req := llm.Request{
+		Messages:    messages(ExtractorPrompt(question, gaps, sentences, max)),
+		Temperature: 0,
+		MaxTokens:   x.s.maxTokens,
+		Schema:      &schema,
+	}
+	var reply extractReply
+	resp, err := llm.DecodeJSON(ctx, x.c, req, &reply)
+	call, err := decodedCall(resp, err, x.model, ExtractorTemplateHash)
+	if err != nil {
+		return ExtractResult{}, roleCallError(ctx, "llm extractor", err)
+	}
+	if call.ParseError != "" {
+		return ExtractResult{Call: call}, nil
+	}
+	ids := reply.IDs
+	if ids == nil {
+		ids = []int{}
+	}
+	return ExtractResult{IDs: ids, Call: call}, nil
+}
+
+// LLMReader is the reader backed by a chat model (METHOD step 2). It shows
+// the model ReaderPrompt (the question and the rendered context, to be
+// answered from the context only), asks for a line "Answer: ..." in plain
+// text and reads it with ParseAnswer; an output without an answer is a
+// parse failure with an empty answer (there is no re-ask). Its template
+// hash is ReaderTemplateHash. See LLMJudge for what the model-backed roles
+// share.
+type LLMReader struct {
+	c     llm.Chatter
+	model string
+	s     llmSettings
+}
+
+// NewLLMReader returns a reader that asks c; model is recorded when the
+// server does not name the model that answered. It answers in at most
+// DefaultReaderMaxTokens tokens unless WithMaxTokens says otherwise.
+func NewLLMReader(c llm.Chatter, model string, opts ...LLMOption) *LLMReader {
+	return &LLMReader{c: c, model: model, s: newSettings(DefaultReaderMaxTokens, opts)}
+}
+
+// Answer implements Reader.
+func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context) (ReadResult, error) {
+	req := llm.Request{
+		Messages:    messages(ReaderPrompt(question, c.Render())),
+		Temperature: 0,
+		MaxTokens:   r.s.maxTokens,
+	}
+	resp, err := r.c.Chat(ctx, req)
+	if err != nil {
+		return ReadResult{}, roleCallError(ctx, "llm reader", err)
+	}
+	call := newCall(resp, r.model, ReaderTemplateHash)
+	answer, err := ParseAnswer(resp.Content)
+	if err != nil {
+		call.ParseError = err.Error()
+		if resp.FinishReason == "length" {
+			call.ParseError += " (the reply was cut off at the token limit)"
+		}
+		return ReadResult{Call: call}, nil
+	}
+	return ReadResult{Answer: answer, Call: call}, nil
+}
+
+// messages turns a prompt into chat messages.
+func messages(p data.Prompt) []llm.Message {
+	return []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
+}
+
+// newCall records a model call from its response.
+func newCall(resp llm.Response, model, hash string) Call {
+	call := Call{
+		Raw:          resp.Content,
+		Model:        resp.Model,
+		TemplateHash: hash,
+		Usage:        Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
+	}
+	if call.Model == "" {
+		call.Model = model
+	}
+	return call
+}
+
+// decodedCall records a call made with llm.DecodeJSON from its response
+// and error: a *llm.ParseError becomes Call.ParseError; any other error is
+// returned for the role to return.
+func decodedCall(resp llm.Response, err error, model, hash string) (Call, error) {
+	var perr *llm.ParseError
+	if err != nil && !errors.As(err, &perr) {
+		return Call{}, err
+	}
+	call := newCall(resp, model, hash)
+	if perr != nil {
+		call.ParseError = perr.Error()
+	}
+	return call, nil
+}
+
+// roleCallError is the error of a role whose model call failed: ctx.Err()
+// as is when the context has ended, else err wrapped with the role's name.
+func roleCallError(ctx context.Context, role string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return cerr
+	}
+	return fmt.Errorf("%s: %w", role, err)
+}

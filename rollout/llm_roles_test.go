@@ -1,0 +1,662 @@
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/llm/llmtest"
+)
+
+// scripted starts an llmtest server that answers with answers in turn,
+// repeating the last one.
+func scripted(t *testing.T, answers ...string) *llmtest.Server {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	s := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string {
+		mu.Lock()
+		defer mu.Unlock()
+		a := answers[min(n, len(answers)-1)]
+		n++
+		return a
+	}})
+	t.Cleanup(s.Close)
+	return s
+}
+
+// client returns a real model client for a server.
+func client(t *testing.T, baseURL, model string) *llm.Client {
+	t.Helper()
+	c, err := llm.New(llm.Config{BaseURL: baseURL, Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// billed is the usage llmtest bills for its requests: white-space
+// separated words of the messages and of the answers.
+func billed(reqs []llmtest.Request, answers []string) Usage {
+	words := func(s string) int64 { return int64(max(1, len(strings.Fields(s)))) }
+	var u Usage
+	for i, r := range reqs {
+		for _, m := range r.Messages {
+			u.PromptTokens += words(m.Content)
+		}
+		u.CompletionTokens += words(answers[min(i, len(answers)-1)])
+	}
+	return u
+}
+
+// checkReask checks that a second request asks again: the first request's
+// messages, the model's answer and a user message saying what was wrong.
+func checkReask(t *testing.T, reqs []llmtest.Request, firstAnswer string) {
+	t.Helper()
+	if len(reqs) != 2 {
+		t.Fatalf("got %d requests, want 2", len(reqs))
+	}
+	first, second := reqs[0].Messages, reqs[1].Messages
+	if len(second) != len(first)+2 || !slices.Equal(second[:len(first)], first) {
+		t.Fatalf("got re-ask messages %q, want the first request's %d messages and two more", second, len(first))
+	}
+	if got := second[len(first)]; got.Role != "assistant" || got.Content != firstAnswer {
+		t.Errorf("got re-ask message %+v, want the assistant's answer %q", got, firstAnswer)
+	}
+	if got := second[len(first)+1]; got.Role != "user" || !strings.Contains(got.Content, "could not be used") {
+		t.Errorf("got re-ask message %+v, want a user message giving the error", got)
+	}
+}
+
+// ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
+var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(Call{}, "ParseError", "Usage")
+
+func TestLLMJudge(t *testing.T) {
+	gap := `{"category": "attribute", "target": "Orla Venn", "slot": "birthplace city", "description": "Find the city where Orla Venn was born."}`
+	gapItem := data.GapItem{Category: "attribute", Target: "Orla Venn", Slot: "birthplace city", Description: "Find the city where Orla Venn was born."}
+	insufficient := `{"sufficient": false, "gap_items": [` + gap + `]}`
+	tests := []struct {
+		name    string
+		answers []string
+		want    data.Verdict
+		// wantParseError is a part of the parse error; empty means none.
+		wantParseError string
+	}{
+		{name: "insufficient with a gap", answers: []string{insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
+		{name: "sufficient", answers: []string{`{"sufficient": true, "gap_items": []}`}, want: data.Verdict{Sufficient: true}},
+		{name: "gaps of a sufficient verdict dropped", answers: []string{`{"sufficient": true, "gap_items": [` + gap + `]}`}, want: data.Verdict{Sufficient: true}},
+		{name: "object in a code fence", answers: []string{"Here is my verdict:\n```json\n" + insufficient + "\n```"}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
+		{name: "insufficient without gap items", answers: []string{`{"sufficient": false}`}, want: data.Verdict{}},
+		{name: "malformed, then valid", answers: []string{`{"sufficient": false, "gap_items": [`, insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
+		{name: "non-boolean, then valid", answers: []string{`{"sufficient": "no", "gap_items": []}`, insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
+		{name: "malformed twice", answers: []string{"The evidence is not enough.", `{"sufficient": tru`}, wantParseError: "no JSON object"},
+		{name: "non-boolean twice", answers: []string{`{"sufficient": "yes", "gap_items": []}`}, wantParseError: `"sufficient" is "yes", want true or false`},
+		{name: "sufficient missing twice", answers: []string{`{"gap_items": []}`}, wantParseError: `no "sufficient" field`},
+		{name: "gap item not an object twice", answers: []string{`{"sufficient": false, "gap_items": ["Orla Venn"]}`}, wantParseError: "gap item 0 is not an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scripted(t, tt.answers...)
+			j := NewLLMJudge(client(t, s.URL(), "judge-model"), "configured-judge")
+			c := promptContext()
+			got, err := j.Judge(context.Background(), promptQuestion, c)
+			if err != nil {
+				t.Fatalf("got error %v, want none", err)
+			}
+			reqs := s.Requests()
+			wantRequests := min(len(tt.answers), 2)
+			if tt.wantParseError != "" {
+				wantRequests = 2
+			}
+			if len(reqs) != wantRequests {
+				t.Fatalf("got %d requests, want %d", len(reqs), wantRequests)
+			}
+			if wantRequests == 2 {
+				checkReask(t, reqs, tt.answers[0])
+			}
+			want := JudgeResult{Verdict: tt.want, Call: Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", TemplateHash: data.JudgeTemplateHash}}
+			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
+				t.Errorf("result differs (-want +got):\n%s", diff)
+			}
+			switch {
+			case tt.wantParseError == "" && got.ParseError != "":
+				t.Errorf("got parse error %q, want none", got.ParseError)
+			case !strings.Contains(got.ParseError, tt.wantParseError):
+				t.Errorf("got parse error %q, want one containing %q", got.ParseError, tt.wantParseError)
+			}
+			if want := billed(reqs, tt.answers); got.Usage != want {
+				t.Errorf("got usage %+v, want %+v (every request)", got.Usage, want)
+			}
+			wantUser := data.JudgePrompt(promptQuestion, c.Render()).User
+			if got := reqs[0].Messages; len(got) != 2 || got[1].Content != wantUser {
+				t.Errorf("got messages %q, want the system prompt and the user message of data.JudgePrompt", got)
+			}
+		})
+	}
+}
+
+func TestLLMJudgeLoopFallback(t *testing.T) {
+	// What the loop makes of an unusable verdict: insufficient, no gaps, the
+	// failure recorded and counted.
+	s := scripted(t, "I cannot tell.")
+	w := synth.Sample()
+	roles := Roles{
+		Judge:     NewLLMJudge(client(t, s.URL(), "judge-model"), "judge-model"),
+		Extractor: LexicalExtractor{},
+		Reader:    LexicalReader{},
+		Retriever: &fakeRetriever{corpus: w.Passages[:20]},
+	}
+	tr, err := Run(context.Background(), w.Questions[0], roles, Options{MaxRetrievals: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tr.Counts.JudgeParseFailures, 2; got != want {
+		t.Errorf("got %d judge parse failures, want %d", got, want)
+	}
+	for _, st := range tr.States {
+		if st.Sufficient || len(st.GapItems) != 0 || st.JudgeParseError == "" || st.JudgeOutput != "I cannot tell." {
+			t.Errorf("round %d: got sufficient %v, gaps %v, parse error %q, output %q; want an insufficient verdict without gaps and the failure recorded",
+				st.Round, st.Sufficient, st.GapItems, st.JudgeParseError, st.JudgeOutput)
+		}
+	}
+}
+
+func TestLLMExtractor(t *testing.T) {
+	tests := []struct {
+		name           string
+		answers        []string
+		want           []int
+		wantParseError string
+	}{
+		{name: "ids", answers: []string{`{"evidence_global_ids": [2, 4]}`}, want: []int{2, 4}},
+		{name: "ids as given, unchecked", answers: []string{`{"evidence_global_ids": [2, 2, 99, 0, -1, 1, 3, 4, 5]}`}, want: []int{2, 2, 99, 0, -1, 1, 3, 4, 5}},
+		{name: "empty list", answers: []string{`{"evidence_global_ids": []}`}, want: []int{}},
+		{name: "null", answers: []string{`{"evidence_global_ids": null}`}, want: []int{}},
+		{name: "object in prose", answers: []string{`Sentences 2 and 4: {"evidence_global_ids": [2, 4]}`}, want: []int{2, 4}},
+		{name: "malformed, then valid", answers: []string{`{"evidence_global_ids": [2, 4`, `{"evidence_global_ids": [2]}`}, want: []int{2}},
+		{name: "malformed twice", answers: []string{"[2] and [4]", `{"evidence_global_ids": [2,`}, wantParseError: "no JSON object"},
+		{name: "strings twice", answers: []string{`{"evidence_global_ids": ["2", "4"]}`}, wantParseError: "cannot unmarshal string"},
+		{name: "fractions twice", answers: []string{`{"evidence_global_ids": [2.5]}`}, wantParseError: "cannot unmarshal number"},
+		{name: "member missing twice", answers: []string{`{"ids": [2]}`}, wantParseError: `member "evidence_global_ids" is missing`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scripted(t, tt.answers...)
+			x := NewLLMExtractor(client(t, s.URL(), "extractor-model"), "configured-extractor")
+			gaps, sentences := promptGaps(), promptSentences()
+			got, err := x.Extract(context.Background(), promptQuestion, gaps, sentences, 3)
+			if err != nil {
+				t.Fatalf("got error %v, want none", err)
+			}
+			reqs := s.Requests()
+			wantRequests := min(len(tt.answers), 2)
+			if tt.wantParseError != "" {
+				wantRequests = 2
+			}
+			if len(reqs) != wantRequests {
+				t.Fatalf("got %d requests, want %d", len(reqs), wantRequests)
+			}
+			if wantRequests == 2 {
+				checkReask(t, reqs, tt.answers[0])
+			}
+			want := ExtractResult{IDs: tt.want, Call: Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", TemplateHash: ExtractorTemplateHash}}
+			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
+				t.Errorf("result differs (-want +got):\n%s", diff)
+			}
+			switch {
+			case tt.wantParseError == "" && got.ParseError != "":
+				t.Errorf("got parse error %q, want none", got.ParseError)
+			case !strings.Contains(got.ParseError, tt.wantParseError):
+				t.Errorf("got parse error %q, want one containing %q", got.ParseError, tt.wantParseError)
+			}
+			if want := billed(reqs, tt.answers); got.Usage != want {
+				t.Errorf("got usage %+v, want %+v (every request)", got.Usage, want)
+			}
+			wantUser := ExtractorPrompt(promptQuestion, gaps, sentences, 3).User
+			if got := reqs[0].Messages; len(got) != 2 || got[1].Content != wantUser {
+				t.Errorf("got messages %q, want the system prompt and the user message of ExtractorPrompt", got)
+			}
+		})
+	}
+}
+
+func TestLLMExtractorNothingToPointAt(t *testing.T) {
+	s := scripted(t, `{"evidence_global_ids": [1]}`)
+	x := NewLLMExtractor(client(t, s.URL(), "extractor-model"), "configured-extractor")
+	for _, tt := range []struct {
+		name      string
+		sentences []Numbered
+		max       int
+	}{
+		{"no sentences", nil, 6},
+		{"max zero", promptSentences(), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := x.Extract(context.Background(), promptQuestion, nil, tt.sentences, tt.max)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ExtractResult{IDs: []int{}, Call: Call{Model: "configured-extractor", TemplateHash: ExtractorTemplateHash}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("result differs (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if n := len(s.Requests()); n != 0 {
+		t.Errorf("got %d requests, want none", n)
+	}
+}
+
+func TestLLMReader(t *testing.T) {
+	tests := []struct {
+		name, answer, want string
+		wantParseError     string
+	}{
+		{name: "answer", answer: "Answer: Carrow", want: "Carrow"},
+		{name: "reasoning, then answer with period", answer: "Venn was born in Carrow.\nAnswer: Carrow.", want: "Carrow"},
+		{name: "markdown and quotes", answer: `**Answer:** "Carrow"`, want: "Carrow"},
+		{name: "no marker", answer: "Carrow", wantParseError: `no "Answer:"`},
+		{name: "nothing after the marker", answer: "Answer:", wantParseError: `nothing after the last "Answer:"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := scripted(t, tt.answer)
+			r := NewLLMReader(client(t, s.URL(), "reader-model"), "configured-reader")
+			c := promptContext()
+			got, err := r.Answer(context.Background(), promptQuestion, c)
+			if err != nil {
+				t.Fatalf("got error %v, want none", err)
+			}
+			reqs := s.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("got %d requests, want 1 (no re-ask)", len(reqs))
+			}
+			want := ReadResult{Answer: tt.want, Call: Call{Raw: tt.answer, Model: "reader-model", TemplateHash: ReaderTemplateHash, Usage: billed(reqs, []string{tt.answer})}}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Call{}, "ParseError")); diff != "" {
+				t.Errorf("result differs (-want +got):\n%s", diff)
+			}
+			switch {
+			case tt.wantParseError == "" && got.ParseError != "":
+				t.Errorf("got parse error %q, want none", got.ParseError)
+			case !strings.Contains(got.ParseError, tt.wantParseError):
+				t.Errorf("got parse error %q, want one containing %q", got.ParseError, tt.wantParseError)
+			}
+			wantMsgs := []llmtest.Message{{Role: "system", Content: readerSystem}, {Role: "user", Content: ReaderPrompt(promptQuestion, c.Render()).User}}
+			if diff := cmp.Diff(wantMsgs, reqs[0].Messages); diff != "" {
+				t.Errorf("messages differ (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// llmRole runs one model-backed role on the fixed prompt input.
+type llmRole struct {
+	name       string
+	maxTokens  int
+	answer     string
+	schema     *llm.Schema
+	newAndCall func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error)
+}
+
+func llmRoles() []llmRole {
+	return []llmRole{
+		{
+			name: "judge", maxTokens: DefaultJudgeMaxTokens, answer: `{"sufficient": true, "gap_items": []}`, schema: &judgeSchema,
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+				r, err := NewLLMJudge(c, "judge-model", opts...).Judge(ctx, promptQuestion, promptContext())
+				return r.Call, err
+			},
+		},
+		{
+			name: "extractor", maxTokens: DefaultExtractorMaxTokens, answer: `{"evidence_global_ids": [2]}`, schema: &extractorSchema,
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+				r, err := NewLLMExtractor(c, "extractor-model", opts...).Extract(ctx, promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
+				return r.Call, err
+			},
+		},
+		{
+			name: "reader", maxTokens: DefaultReaderMaxTokens, answer: "Answer: Carrow",
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+				r, err := NewLLMReader(c, "reader-model", opts...).Answer(ctx, promptQuestion, promptContext())
+				return r.Call, err
+			},
+		},
+	}
+}
+
+func TestLLMRolesSamplingParameters(t *testing.T) {
+	for _, role := range llmRoles() {
+		for _, tt := range []struct {
+			name          string
+			opts          []LLMOption
+			wantMaxTokens int
+		}{
+			{"default", nil, role.maxTokens},
+			{"with max tokens", []LLMOption{WithMaxTokens(300)}, 300},
+			{"non-positive max tokens keeps the default", []LLMOption{WithMaxTokens(0)}, role.maxTokens},
+		} {
+			t.Run(role.name+"/"+tt.name, func(t *testing.T) {
+				s := scripted(t, role.answer)
+				call, err := role.newAndCall(context.Background(), client(t, s.URL(), role.name+"-model"), tt.opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if call.ParseError != "" {
+					t.Fatalf("got parse error %q, want none", call.ParseError)
+				}
+				reqs := s.Requests()
+				if len(reqs) != 1 {
+					t.Fatalf("got %d requests, want 1", len(reqs))
+				}
+				r := reqs[0]
+				for member, want := range map[string]string{"temperature": "0", "max_tokens": fmt.Sprint(tt.wantMaxTokens)} {
+					if got, ok := r.Member(member); !ok || string(got) != want {
+						t.Errorf("got %s %s (sent: %v), want %s", member, got, ok, want)
+					}
+				}
+				wantFormat := ""
+				if role.schema != nil {
+					wantFormat = llm.ModeJSONSchema
+				}
+				if r.ResponseFormat != wantFormat {
+					t.Errorf("got response_format %q, want %q", r.ResponseFormat, wantFormat)
+				}
+				if role.schema != nil && !jsonEqual(r.Schema, role.schema.Schema) {
+					t.Errorf("got schema %s, want %s", r.Schema, role.schema.Schema)
+				}
+			})
+		}
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && cmp.Equal(x, y)
+}
+
+func TestLLMRolesServerErrors(t *testing.T) {
+	for _, role := range llmRoles() {
+		t.Run(role.name, func(t *testing.T) {
+			s := llmtest.NewServer(llmtest.Options{ServerError: 1})
+			t.Cleanup(s.Close)
+			noWait := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+			c := llm.Retry(client(t, s.URL(), role.name+"-model"), llm.RetryOptions{MaxAttempts: 3, Sleep: noWait})
+			_, err := role.newAndCall(context.Background(), c)
+			var se *llm.StatusError
+			if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError {
+				t.Fatalf("got error %v, want a 500 *llm.StatusError", err)
+			}
+			if n := len(s.Requests()); n != 3 {
+				t.Errorf("got %d requests, want 3 (the client's attempts)", n)
+			}
+		})
+	}
+}
+
+func TestLLMRolesServerErrorOnReask(t *testing.T) {
+	// The first answer is unusable and the re-ask fails: the call failed,
+	// it was not a parse failure.
+	s := llmtest.NewServer(llmtest.Options{Script: []llmtest.Fault{llmtest.None, llmtest.ServerError}, Answer: func(llmtest.Request) string { return "no JSON" }})
+	t.Cleanup(s.Close)
+	_, err := NewLLMJudge(client(t, s.URL(), "judge-model"), "judge-model").Judge(context.Background(), promptQuestion, promptContext())
+	var se *llm.StatusError
+	if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("got error %v, want a 500 *llm.StatusError", err)
+	}
+}
+
+func TestLLMRolesCancelled(t *testing.T) {
+	for _, role := range llmRoles() {
+		t.Run(role.name, func(t *testing.T) {
+			s := scripted(t, role.answer)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_, err := role.newAndCall(ctx, client(t, s.URL(), role.name+"-model"))
+			if err != context.Canceled {
+				t.Errorf("got error %v, want context.Canceled as is", err)
+			}
+		})
+	}
+}
+
+// TestLLMRolesModelFallback uses a server that names no model and stops at
+// the token limit.
+func TestLLMRolesModelFallback(t *testing.T) {
+	for _, role := range llmRoles() {
+		t.Run(role.name, func(t *testing.T) {
+			content, _ := json.Marshal(role.answer)
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}`, content)
+			}))
+			t.Cleanup(ts.Close)
+			call, err := role.newAndCall(context.Background(), client(t, ts.URL+"/v1", "sent-model"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Call{Raw: role.answer, Model: role.name + "-model", TemplateHash: call.TemplateHash, Usage: Usage{PromptTokens: 7, CompletionTokens: 3}}
+			if diff := cmp.Diff(want, call); diff != "" {
+				t.Errorf("call differs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestLLMReaderCutOff(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		body := `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"reader-model","choices":[{"index":0,"message":{"role":"assistant","content":"Venn was born in a city that"},"finish_reason":"length"}],"usage":{"prompt_tokens":7,"completion_tokens":128,"total_tokens":135}}`
+		w.Write([]byte(body))
+	}))
+	t.Cleanup(ts.Close)
+	got, err := NewLLMReader(client(t, ts.URL+"/v1", "reader-model"), "reader-model").Answer(context.Background(), promptQuestion, promptContext())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Answer != "" || !strings.Contains(got.ParseError, "cut off at the token limit") {
+		t.Errorf("got answer %q and parse error %q, want no answer and a parse error saying the reply was cut off", got.Answer, got.ParseError)
+	}
+}
+
+func TestJudgeSchemaCategories(t *testing.T) {
+	var s struct {
+		Properties struct {
+			GapItems struct {
+				Items struct {
+					Properties struct {
+						Category struct {
+							Enum []string `json:"enum"`
+						} `json:"category"`
+					} `json:"properties"`
+				} `json:"items"`
+			} `json:"gap_items"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(judgeSchema.Schema, &s); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(data.GapCategories(), s.Properties.GapItems.Items.Properties.Category.Enum); diff != "" {
+		t.Errorf("category enum differs from data.GapCategories() (-want +got):\n%s", diff)
+	}
+}
+
+// TestLLMPromptsGolden records each role's request as the server received
+// it for the fixed input: sampling parameters, schema and messages.
+func TestLLMPromptsGolden(t *testing.T) {
+	for _, role := range llmRoles() {
+		t.Run(role.name, func(t *testing.T) {
+			s := scripted(t, role.answer)
+			if _, err := role.newAndCall(context.Background(), client(t, s.URL(), role.name+"-model")); err != nil {
+				t.Fatal(err)
+			}
+			reqs := s.Requests()
+			if len(reqs) != 1 {
+				t.Fatalf("got %d requests, want 1", len(reqs))
+			}
+			r := reqs[0]
+			var b strings.Builder
+			b.WriteString("=== request\n")
+			for _, member := range []string{"model", "temperature", "max_tokens"} {
+				v, _ := r.Member(member)
+				fmt.Fprintf(&b, "%s: %s\n", member, v)
+			}
+			fmt.Fprintf(&b, "response_format: %q\n", r.ResponseFormat)
+			if len(r.Schema) > 0 {
+				var indented bytes.Buffer
+				if err := json.Indent(&indented, r.Schema, "", "  "); err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(&b, "=== schema\n%s\n", indented.String())
+			}
+			for _, m := range r.Messages {
+				fmt.Fprintf(&b, "=== %s\n%s\n", m.Role, m.Content)
+			}
+			golden(t, "llm_"+role.name+"_prompt.golden", b.String())
+		})
+	}
+}
+
+// TestLLMRolesEndToEnd runs the loop with the three model-backed roles on
+// the sample questions and a BM25 index, against a server whose answers
+// are deterministic: the judge asks for more twice, then calls the
+// evidence sufficient; the extractor points at sentences 1, 2, 3 and 2
+// again; the reader answers "x".
+func TestLLMRolesEndToEnd(t *testing.T) {
+	const (
+		judgeModel, extractorModel, readerModel = "judge-model", "extractor-model", "reader-model"
+		extractorAnswer                         = `{"evidence_global_ids": [1, 2, 3, 2]}`
+		readerAnswer                            = "Answer: x."
+	)
+	gap := data.GapItem{Category: data.CategoryBridgeEntity, Target: "next", Slot: "entity", Description: "Find the next entity."}
+	gapJSON, err := json.Marshal(data.Verdict{GapItems: []data.GapItem{gap}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insufficientAnswer, sufficientAnswer := string(gapJSON), `{"sufficient": true, "gap_items": []}`
+
+	var mu sync.Mutex
+	judgeCalls := make(map[string]int)          // by question
+	judgeUsers := make(map[string][]string)     // the judge's user messages, by question
+	extractorUsers := make(map[string][]string) // the extractor's
+	s := llmtest.NewServer(llmtest.Options{Answer: func(r llmtest.Request) string {
+		user := r.Messages[1].Content
+		line, _, _ := strings.Cut(user, "\n")
+		q := strings.TrimPrefix(line, "Question: ")
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.Model {
+		case judgeModel:
+			judgeCalls[q]++
+			judgeUsers[q] = append(judgeUsers[q], user)
+			if judgeCalls[q] <= 2 {
+				return insufficientAnswer
+			}
+			return sufficientAnswer
+		case extractorModel:
+			extractorUsers[q] = append(extractorUsers[q], user)
+			return extractorAnswer
+		default:
+			return readerAnswer
+		}
+	}})
+	t.Cleanup(s.Close)
+
+	w := synth.Sample()
+	qs := w.Questions
+	roles := Roles{
+		Judge:     NewLLMJudge(client(t, s.URL(), judgeModel), "unused"),
+		Extractor: NewLLMExtractor(client(t, s.URL(), extractorModel), "unused"),
+		Reader:    NewLLMReader(client(t, s.URL(), readerModel), "unused"),
+		Retriever: buildIndex(t, w.Passages),
+	}
+	trs := runAll(t, qs, roles, Options{})
+	measure(t, qs, trs, byID(w.Passages)) // checks every trajectory and its provenance
+
+	for i, tr := range trs {
+		q := qs[i]
+		key := data.OneLine(q.Text)
+		if got := len(tr.States); got != 3 {
+			t.Fatalf("question %s: got %d states, want 3 (sufficient at the third judge call)", q.ID, got)
+		}
+		wantCounts := Counts{JudgeCalls: 3, Retrievals: 2, ExtractorCalls: 2, Documents: tr.Counts.Documents, Candidates: tr.Counts.Candidates,
+			Chosen: 6, DroppedRepeated: 2, BlocksAdded: tr.Counts.BlocksAdded, BlocksSkipped: tr.Counts.BlocksSkipped}
+		if diff := cmp.Diff(wantCounts, tr.Counts); diff != "" {
+			t.Errorf("question %s: counts differ (-want +got):\n%s", q.ID, diff)
+		}
+		if tr.Answer != "x" {
+			t.Errorf("question %s: got answer %q, want %q", q.ID, tr.Answer, "x")
+		}
+		var judgeUsage, extractorUsage Usage
+		for r, st := range tr.States {
+			wantJudge := insufficientAnswer
+			if r == 2 {
+				wantJudge = sufficientAnswer
+			}
+			if st.JudgeOutput != wantJudge || st.JudgeParseError != "" || st.JudgeModel != judgeModel || st.JudgeTemplate != data.JudgeTemplateHash {
+				t.Errorf("question %s round %d: got judge output %q, parse error %q, model %q, template %q; want %q, none, %q, %q",
+					q.ID, r, st.JudgeOutput, st.JudgeParseError, st.JudgeModel, st.JudgeTemplate, wantJudge, judgeModel, data.JudgeTemplateHash)
+			}
+			if st.JudgePromptTokens == 0 || st.JudgeCompletionTokens == 0 {
+				t.Errorf("question %s round %d: got judge tokens %d + %d, want both counted", q.ID, r, st.JudgePromptTokens, st.JudgeCompletionTokens)
+			}
+			judgeUsage = judgeUsage.Add(Usage{st.JudgePromptTokens, st.JudgeCompletionTokens})
+			extractorUsage = extractorUsage.Add(Usage{st.ExtractorPromptTokens, st.ExtractorCompletionTokens})
+			// The judge saw exactly the recorded context, in the one rendering.
+			mu.Lock()
+			seen := judgeUsers[key]
+			mu.Unlock()
+			if want := data.JudgePrompt(q.Text, st.Context).User; r >= len(seen) || seen[r] != want {
+				t.Errorf("question %s round %d: the judge was not shown the recorded context", q.ID, r)
+			}
+			if r == 0 {
+				continue
+			}
+			if st.ExtractorOutput != extractorAnswer || st.ExtractorParseError != "" || st.ExtractorModel != extractorModel || st.ExtractorTemplate != ExtractorTemplateHash {
+				t.Errorf("question %s round %d: got extractor output %q, parse error %q, model %q, template %q; want %q, none, %q, %q",
+					q.ID, r, st.ExtractorOutput, st.ExtractorParseError, st.ExtractorModel, st.ExtractorTemplate, extractorAnswer, extractorModel, ExtractorTemplateHash)
+			}
+			if st.Candidates < 3 {
+				t.Fatalf("question %s round %d: %d candidates, want at least 3 for this test", q.ID, r, st.Candidates)
+			}
+			wantIDs := struct{ Chosen, Dropped []int32 }{[]int32{1, 2, 3}, []int32{2}}
+			if diff := cmp.Diff(wantIDs, struct{ Chosen, Dropped []int32 }{st.ChosenIDs, st.DroppedIDs}); diff != "" || st.DroppedRepeated != 1 || st.DroppedOutOfRange != 0 {
+				t.Errorf("question %s round %d: got chosen %v, dropped %v (repeated %d, out of range %d); want [1 2 3], [2] (repeated 1)",
+					q.ID, r, st.ChosenIDs, st.DroppedIDs, st.DroppedRepeated, st.DroppedOutOfRange)
+			}
+			mu.Lock()
+			extractorSeen := extractorUsers[key]
+			mu.Unlock()
+			if len(extractorSeen) != 2 || !strings.Contains(extractorSeen[r-1], `{"category":"bridge_entity","target":"next","slot":"entity","description":"Find the next entity."}`) ||
+				!strings.Contains(extractorSeen[r-1], "\n[1] (") {
+				t.Errorf("question %s round %d: the extractor was not shown the gap item and the numbered sentences", q.ID, r)
+			}
+		}
+		last := tr.States[2]
+		if last.ReaderOutput != readerAnswer || last.ReaderParseError != "" || last.ReaderModel != readerModel || last.ReaderTemplate != ReaderTemplateHash || last.ReaderPromptTokens == 0 {
+			t.Errorf("question %s: got reader output %q, parse error %q, model %q, template %q, prompt tokens %d; want %q, none, %q, %q, some",
+				q.ID, last.ReaderOutput, last.ReaderParseError, last.ReaderModel, last.ReaderTemplate, last.ReaderPromptTokens, readerAnswer, readerModel, ReaderTemplateHash)
+		}
+		if judgeUsage != tr.JudgeUsage || extractorUsage != tr.ExtractorUsage || (Usage{last.ReaderPromptTokens, last.ReaderCompletionTokens}) != tr.ReaderUsage {
+			t.Errorf("question %s: usage of the rows (%+v, %+v) does not add up to the trajectory's (%+v, %+v)", q.ID, judgeUsage, extractorUsage, tr.JudgeUsage, tr.ExtractorUsage)
+		}
+	}
+	c := s.Counts()
+	if want := 6 * len(qs); c.Requests != want || c.OK != want {
+		t.Errorf("got %d requests, %d answered, want %d and %d (3 judge, 2 extractor, 1 reader calls per question)", c.Requests, c.OK, want, want)
+	}
+}

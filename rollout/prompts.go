@@ -1,0 +1,220 @@
+package rollout
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// The prompts of the model-backed extractor and reader, written for this
+// project from the facts of the method (METHOD steps 2 and 5). The judge's
+// prompt is data.JudgePrompt, the one rendering of (question, evidence)
+// shared with the teacher and SFT export. Changing any text below changes
+// ExtractorTemplateHash or ReaderTemplateHash, which every recorded output
+// of those roles carries.
+const (
+	extractorSystem = `You are the evidence extractor of a question answering system that retrieves documents step by step. You are shown a question, the information still missing to answer it, and the sentences of the documents just retrieved, one per line as "[id] (title | s#n) sentence". You point at the sentences worth keeping as evidence. They are copied verbatim, so you never rewrite them: you only give their ids.
+
+Rules:
+- Keep the sentences that state facts needed to answer the question or to supply the missing information: the entity that leads to the answer, the answer itself, or a fact to compare. A sentence that merely mentions the question's words without such a fact is not needed.
+- Give only ids shown in the list, each at most once, most useful first, and no more than the number asked for.
+- If no sentence helps, give an empty list.
+- Reply with one JSON object and nothing else, in this form:
+{"evidence_global_ids": [3, 7]}`
+
+	extractorUser = `Question: {question}
+
+Missing information (one JSON object per item):
+{gaps}
+
+Sentences:
+{sentences}
+
+Which sentences should be kept as evidence? Give at most {max} ids. Reply with the JSON object only.`
+
+	// extractorNoGaps stands for an empty list of gap items.
+	extractorNoGaps = "(none given: keep what helps answer the question)"
+
+	readerSystem = `You answer questions from retrieved evidence. Use only the facts the evidence states, not your own knowledge. Give the shortest answer that settles the question: a name, a date, a number or a short phrase, and yes or no for a yes/no question. If the evidence does not settle the question, give the answer it supports best. Reply with one line and nothing else, in this form:
+Answer: <the answer>`
+
+	readerUser = `Question: {question}
+
+Evidence:
+{evidence}
+
+Reply with the line "Answer: ..." only.`
+
+	// readerNoEvidence stands for the empty context.
+	readerNoEvidence = "(no evidence)"
+)
+
+// ExtractorTemplateHash and ReaderTemplateHash are the hex SHA-256 hashes
+// (data.TemplateHash) of the extractor's and the reader's prompt templates,
+// placeholder texts included. Treat them as constants.
+var (
+	ExtractorTemplateHash = data.TemplateHash(extractorSystem, extractorUser, extractorNoGaps)
+	ReaderTemplateHash    = data.TemplateHash(readerSystem, readerUser, readerNoEvidence)
+)
+
+// ExtractorPrompt renders the extractor's prompt (METHOD step 5): the
+// question on one line, the first ExtractorGaps gap items as one JSON object
+// per line (the judge's own schema), the numbered sentences exactly as
+// their Line gives them ("[id] (title | s#index) sentence"; NumberedLine
+// when Line is empty) and the most ids to give, max.
+func ExtractorPrompt(question string, gaps []data.GapItem, sentences []Numbered, max int) data.Prompt {
+	var g strings.Builder
+	for _, item := range gaps[:min(len(gaps), ExtractorGaps)] {
+		if g.Len() > 0 {
+			g.WriteByte('\n')
+		}
+		writeGapJSON(&g, item)
+	}
+	if g.Len() == 0 {
+		g.WriteString(extractorNoGaps)
+	}
+	var s strings.Builder
+	for i, n := range sentences {
+		if i > 0 {
+			s.WriteByte('\n')
+		}
+		line := n.Line
+		if line == "" {
+			line = NumberedLine(n.ID, n.Evidence)
+		}
+		s.WriteString(line)
+	}
+	user := strings.NewReplacer(
+		"{question}", data.OneLine(question),
+		"{gaps}", g.String(),
+		"{sentences}", s.String(),
+		"{max}", strconv.Itoa(max),
+	).Replace(extractorUser)
+	return data.Prompt{System: extractorSystem, User: user}
+}
+
+// writeGapJSON writes a gap item as one line of JSON, fields in the
+// schema's order, without HTML escaping.
+func writeGapJSON(b *strings.Builder, g data.GapItem) {
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	// A struct of strings always encodes.
+	_ = enc.Encode(g)
+	b.WriteString(strings.TrimSuffix(buf.String(), "\n"))
+}
+
+// ReaderPrompt renders the reader's prompt: the question on one line and
+// the evidence context as rendered (data.Context.Render), the same
+// rendering the judge sees.
+func ReaderPrompt(question, renderedContext string) data.Prompt {
+	evidence := renderedContext
+	if strings.TrimSpace(evidence) == "" {
+		evidence = readerNoEvidence
+	}
+	user := strings.NewReplacer(
+		"{question}", data.OneLine(question),
+		"{evidence}", evidence,
+	).Replace(readerUser)
+	return data.Prompt{System: readerSystem, User: user}
+}
+
+// AnswerError says why a reader's output holds no answer.
+type AnswerError struct {
+	Reason string
+}
+
+func (e *AnswerError) Error() string { return "no answer: " + e.Reason }
+
+// answerMarker is what introduces the answer, matched regardless of case.
+const answerMarker = "answer:"
+
+// ParseAnswer reads the answer from a reader's output, the text after its
+// last "Answer:" (in any case, so "Final answer:" and "**ANSWER:**" count):
+//
+//   - white space after the marker is skipped, so the answer may start on
+//     the next line; the answer is the rest of that one line;
+//   - then, until nothing changes: surrounding white space, "*" and "`"
+//     (Markdown emphasis and code) are trimmed, one final "." is dropped
+//     (but not an ellipsis "..."), and a pair of matching quotes around the
+//     whole answer ("...", '...', curly quotes) is removed when the inside
+//     holds no such quote.
+//
+// The answer is always a substring of output. An output without the marker,
+// or with nothing left after it, gives an *AnswerError.
+func ParseAnswer(output string) (string, error) {
+	i := lastMarker(output)
+	if i < 0 {
+		return "", &AnswerError{Reason: `the output has no "Answer:"`}
+	}
+	rest := strings.TrimLeft(output[i+len(answerMarker):], " \t\r\n")
+	line, _, _ := strings.Cut(rest, "\n")
+	a := cleanAnswer(line)
+	if a == "" {
+		return "", &AnswerError{Reason: `nothing after the last "Answer:"`}
+	}
+	return a, nil
+}
+
+// lastMarker returns the index of the last answerMarker in s, matching
+// ASCII letters regardless of case, or -1.
+func lastMarker(s string) int {
+	for i := len(s) - len(answerMarker); i >= 0; i-- {
+		if equalFoldASCII(s[i:i+len(answerMarker)], answerMarker) {
+			return i
+		}
+	}
+	return -1
+}
+
+// equalFoldASCII reports whether s equals lower (all lower case) with
+// ASCII letters of s compared regardless of case.
+func equalFoldASCII(s, lower string) bool {
+	for i := range len(lower) {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// cleanAnswer trims one line of answer as ParseAnswer describes, to a
+// fixed point; every step only shortens it.
+func cleanAnswer(s string) string {
+	for {
+		prev := s
+		s = strings.Trim(s, " \t\r\v\f*`")
+		if strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "..") {
+			s = s[:len(s)-1]
+		}
+		s = unquote(s)
+		if s == prev {
+			return s
+		}
+	}
+}
+
+// quotePairs are the quotes unquote removes, opening and closing.
+var quotePairs = [][2]string{{`"`, `"`}, {"'", "'"}, {"\u201c", "\u201d"}, {"\u2018", "\u2019"}}
+
+// unquote removes a pair of matching quotes around s when the inside holds
+// neither of them.
+func unquote(s string) string {
+	for _, q := range quotePairs {
+		if len(s) < len(q[0])+len(q[1]) || !strings.HasPrefix(s, q[0]) || !strings.HasSuffix(s, q[1]) {
+			continue
+		}
+		inner := s[len(q[0]) : len(s)-len(q[1])]
+		if strings.Contains(inner, q[0]) || strings.Contains(inner, q[1]) {
+			continue
+		}
+		return inner
+	}
+	return s
+}
