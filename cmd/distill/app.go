@@ -28,6 +28,7 @@ func commands() []*cli.Command {
 		indexCommand(),
 		searchCommand(),
 		rolloutCommand(),
+		mergeCommand(),
 		labelCommand(),
 		filterCommand(),
 		trainCommand(),

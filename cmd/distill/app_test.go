@@ -29,7 +29,7 @@ func TestHelpListsCommandsInOrder(t *testing.T) {
 			in = false
 		}
 	}
-	want := []string{"data", "index", "search", "rollout", "label", "filter", "train", "bench", "version", "help"}
+	want := []string{"data", "index", "search", "rollout", "merge", "label", "filter", "train", "bench", "version", "help"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("commands in distill --help (-want +got):\n%s\n%s", diff, r.stdout)
 	}
@@ -41,7 +41,6 @@ func TestPendingCommands(t *testing.T) {
 		name  string
 		issue string
 	}{
-		{"rollout", "3"},
 		{"label", "4"},
 		{"filter", "4"},
 		{"train", "5"},

@@ -11,15 +11,10 @@ import (
 
 // Issues, as "number: title" for the not-implemented message.
 const (
-	issueRollout = "3: the S2G loop and distill rollout"
-	issueLabel   = "4: distill label and distill filter"
-	issueTrain   = "5: distill train, SFT export and LoRA fine-tuning"
-	issueBench   = "6: distill bench, the judge evaluated inside the full loop"
+	issueLabel = "4: distill label and distill filter"
+	issueTrain = "5: distill train, SFT export and LoRA fine-tuning"
+	issueBench = "6: distill bench, the judge evaluated inside the full loop"
 )
-
-func rolloutCommand() *cli.Command {
-	return pendingCommand("rollout", "run the S2G loop with the base judge and record every state", issueRollout)
-}
 
 func labelCommand() *cli.Command {
 	return pendingCommand("label", "have a teacher model label the recorded states", issueLabel)

@@ -1,0 +1,417 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// defaultSampleOut is where a rollout of the bundled sample goes without --out.
+const defaultSampleOut = "runs/rollout-sample"
+
+// The implementations each role flag can name.
+var (
+	judgeKinds     = []string{"lexical", "never", "always", "llm"}
+	extractorKinds = []string{"lexical", "llm"}
+	readerKinds    = []string{"lexical", "llm"}
+)
+
+func rolloutCommand() *cli.Command {
+	return withConfig(&cli.Command{
+		Name:  "rollout",
+		Usage: "run the S2G loop over questions and record every state",
+		Description: `Runs the loop of the method (judge, query, retrieve, extract, append; then read)
+over every question, --workers at a time, and writes one row per judge call to
+OUT/trajectories.parquet, with OUT/run.json (configuration, versions, models and
+template hashes, counts, usage and cost). A question whose role fails is written as
+a row with the reason, never left out.
+
+With no --questions and no --dataset it runs on the bundled sample with the index
+built in a temporary directory, into ` + defaultSampleOut + ` unless --out says otherwise.
+
+Output is checkpointed: OUT/parts/part-NNNNN.parquet, each holding whole questions,
+committed every --checkpoint-questions questions or --checkpoint-interval. After an
+interruption (Ctrl-C, kill -9, a crash), run the same command with --resume: it
+skips the questions already written and finishes the run; every question appears
+exactly once. The parts are kept for that. --shard i/n runs the questions whose id
+hashes to i (0 <= i < n); distill merge joins the shards' outputs.
+
+Roles: --judge lexical|never|always|llm, --extractor lexical|llm, --reader
+lexical|llm. lexical is the built-in deterministic baseline; never and always are
+the fixed policies of the ablations. llm is a model behind an OpenAI-compatible
+server, named by --<role>-model and --<role>-base-url (default: OpenAI's API), with the
+key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY (servers such as vLLM or Ollama need
+none). Requests are retried on 429, 5xx and timeouts, limited by --max-concurrent,
+--requests-per-minute and --tokens-per-minute, and cached in --cache DIR when given;
+run.json records each role's requests, tokens and cost.`,
+		Flags: []cli.Flag{
+			&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
+			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
+			&cli.PathFlag{Name: "index", Usage: "index `DIR` built by distill index (default with --dataset sample: a temporary index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultSampleOut + ")"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
+			&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once", EnvVars: []string{"DISTILL_WORKERS"}},
+			&cli.IntFlag{Name: "limit", Usage: "run only the first `N` unique questions (0: all)"},
+			&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id; 0 <= i < n)"},
+			&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "judge: " + strings.Join(judgeKinds, ", ")},
+			&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
+			&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1 (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
+			&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
+			&cli.StringFlag{Name: "extractor-model", Usage: "extractor model (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_MODEL"}},
+			&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL`, with /v1 (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
+			&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(readerKinds, ", ")},
+			&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
+			&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL`, with /v1 (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
+			&cli.StringFlag{Name: "policy", Value: rollout.EarlyStop.String(), Usage: "early-stop (stop when the judge says sufficient) or fixed (always spend --max-rounds)"},
+			&cli.IntFlag{Name: "max-rounds", Value: rollout.DefaultMaxRetrievals, Usage: "most retrievals per question"},
+			&cli.IntFlag{Name: "top-k", Value: rollout.DefaultTopK, Usage: "new documents per retrieval"},
+			&cli.IntFlag{Name: "max-evidence", Value: rollout.DefaultMaxEvidence, Usage: "most sentences the extractor keeps per round (K)"},
+			&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
+			&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
+			&cli.PathFlag{Name: "cache", Usage: "keep model responses in `DIR` and replay them on reruns (LLM roles)", EnvVars: []string{"DISTILL_CACHE"}},
+			&cli.IntFlag{Name: "max-concurrent", Usage: "most requests in flight per LLM role (0: no limit)"},
+			&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per LLM role (0: none)"},
+			&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per LLM role (0: none)"},
+			&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)"},
+			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
+			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
+		},
+		Action: rolloutAction,
+	})
+}
+
+func rolloutAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("rollout: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
+	}
+	opts, err := rolloutOptions(c)
+	if err != nil {
+		return err
+	}
+	roles, err := newRoles(c)
+	if err != nil {
+		return err
+	}
+	opts.Roles = roles.roles
+	opts.Info.Judge, opts.Info.Extractor, opts.Info.Reader = roles.info[0], roles.info[1], roles.info[2]
+	opts.Usage = roles.usage
+
+	// Questions, index and output.
+	questions, dataset := c.Path("questions"), c.String("dataset")
+	switch {
+	case questions != "" && dataset != "":
+		return usageErrorf("rollout: give --questions or --dataset, not both")
+	case dataset != "" && dataset != datasetSample:
+		return usageErrorf("rollout: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
+	case questions != "" && c.Path("index") == "":
+		return usageErrorf("rollout: --index is required with --questions")
+	case questions != "" && opts.Out == "":
+		return usageErrorf("rollout: --out is required with --questions")
+	}
+	var world *synth.World
+	if questions != "" {
+		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), questions
+	} else {
+		world = synth.Sample()
+		opts.Questions, opts.Info.Questions = runner.Slice(world.Questions), datasetSample+" (synthetic, built in)"
+		if opts.Out == "" {
+			opts.Out = defaultSampleOut
+		}
+	}
+	if dir := c.Path("index"); dir != "" {
+		x, err := openIndex(dir)
+		if err != nil {
+			return err
+		}
+		defer x.Close()
+		opts.Roles.Retriever, opts.Info.Retriever = x, "bm25 "+dir
+	} else {
+		x, cleanup, err := tempIndex(c.Context, world.Passages)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		opts.Roles.Retriever, opts.Info.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
+	}
+
+	bar := newProgress(c, -1, "rollout")
+	sized := false
+	opts.Progress = func(p runner.Progress) {
+		if !sized {
+			bar.ChangeMax64(int64(p.Total))
+			sized = true
+		}
+		desc := fmt.Sprintf("rollout: %d states, %d failed", p.States, p.Failed)
+		if opts.Usage != nil {
+			var tokens int64
+			var cost float64
+			for _, s := range opts.Usage() {
+				tokens += s.PromptTokens + s.CompletionTokens
+				cost += s.CostUSD
+			}
+			desc += fmt.Sprintf(", %d tokens, $%.4f", tokens, cost)
+		}
+		bar.Describe(desc)
+		bar.Set(p.Done + p.Failed)
+	}
+	sum, err := runner.Run(c.Context, opts)
+	bar.Finish()
+	switch {
+	case errors.Is(err, runner.ErrOutExists):
+		return usageErrorf("rollout: %s is not empty: use --resume to continue the run in it, or another --out", opts.Out)
+	case errors.Is(err, runner.ErrMismatch), errors.Is(err, runner.ErrNotRun):
+		return usageErrorf("rollout: %w", err)
+	case err != nil:
+		return err
+	}
+	return printRolloutReport(c, sum, opts.Out)
+}
+
+// rolloutOptions reads the flags that configure the run and the loop.
+func rolloutOptions(c *cli.Context) (runner.Options, error) {
+	policy, err := rollout.ParsePolicy(c.String("policy"))
+	if err != nil {
+		return runner.Options{}, usageErrorf("rollout: --policy: %w", err)
+	}
+	dedup, err := rollout.ParseDedup(c.String("dedup"))
+	if err != nil {
+		return runner.Options{}, usageErrorf("rollout: --dedup: %w", err)
+	}
+	shard, err := runner.ParseShard(c.String("shard"))
+	if err != nil {
+		return runner.Options{}, usageErrorf("rollout: --shard: %w", err)
+	}
+	for _, name := range []string{"workers", "max-rounds", "top-k", "max-evidence", "checkpoint-questions"} {
+		if c.Int(name) < 1 {
+			return runner.Options{}, usageErrorf("rollout: --%s must be at least 1, got %d", name, c.Int(name))
+		}
+	}
+	if c.Int("limit") < 0 {
+		return runner.Options{}, usageErrorf("rollout: --limit must not be negative")
+	}
+	if c.Duration("checkpoint-interval") <= 0 {
+		return runner.Options{}, usageErrorf("rollout: --checkpoint-interval must be positive")
+	}
+	return runner.Options{
+		Out:     c.Path("out"),
+		Resume:  c.Bool("resume"),
+		Workers: c.Int("workers"),
+		Limit:   c.Int("limit"),
+		Shard:   shard,
+		Loop: rollout.Options{
+			MaxRetrievals: c.Int("max-rounds"),
+			TopK:          c.Int("top-k"),
+			MaxEvidence:   c.Int("max-evidence"),
+			FirstGapOnly:  c.Bool("first-gap-only"),
+			Dedup:         dedup,
+			Policy:        policy,
+		},
+		CheckpointQuestions: c.Int("checkpoint-questions"),
+		CheckpointInterval:  c.Duration("checkpoint-interval"),
+		Logger:              loggerFrom(c),
+		Info:                runner.Info{Version: versionString()},
+	}, nil
+}
+
+// wiredRoles are the judge, extractor and reader the flags name, how
+// run.json describes them, and their model usage (nil without model roles).
+type wiredRoles struct {
+	roles rollout.Roles // without the retriever
+	info  [3]runner.Role
+	usage func() []llm.Stats
+}
+
+// defaultBaseURL is where an LLM role goes without --<role>-base-url.
+const defaultBaseURL = "https://api.openai.com/v1"
+
+// newRoles builds the roles that --judge, --extractor and --reader name.
+// It is the one place where roles are wired: an "llm" role gets its own
+// model client stack (limits, retries, cache, accounting) whose Meter feeds
+// the usage and cost in run.json; its key comes from DISTILL_<ROLE>_API_KEY
+// or OPENAI_API_KEY.
+func newRoles(c *cli.Context) (wiredRoles, error) {
+	var w wiredRoles
+	for i, role := range []string{"judge", "extractor", "reader"} {
+		kind, model, baseURL := c.String(role), c.String(role+"-model"), c.String(role+"-base-url")
+		w.info[i] = runner.Role{Name: kind, Model: model, BaseURL: baseURL}
+		kinds := map[string][]string{"judge": judgeKinds, "extractor": extractorKinds, "reader": readerKinds}[role]
+		switch {
+		case !slices.Contains(kinds, kind):
+			return w, usageErrorf("rollout: unknown --%s %q (want %s)", role, kind, strings.Join(kinds, ", "))
+		case kind == "llm" && model == "":
+			return w, usageErrorf("rollout: --%s llm needs --%s-model", role, role)
+		case kind != "llm" && (model != "" || baseURL != ""):
+			return w, usageErrorf("rollout: --%s-model and --%s-base-url are for --%s llm, not %s", role, role, role, kind)
+		}
+	}
+	var meters []*llm.Meter
+	stack := func(role string) (llm.Chatter, string, error) {
+		model, baseURL := c.String(role+"-model"), c.String(role+"-base-url")
+		if baseURL == "" {
+			baseURL = defaultBaseURL
+		}
+		client, err := llm.New(llm.Config{BaseURL: baseURL, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")},
+			llm.WithLogger(loggerFrom(c)))
+		if err != nil {
+			return nil, "", fmt.Errorf("rollout: %s model: %w", role, err)
+		}
+		meter, err := llm.Stack(client, llm.StackOptions{
+			CacheDir: c.Path("cache"),
+			Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"),
+				RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")},
+			Logger: loggerFrom(c),
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("rollout: %s model: %w", role, err)
+		}
+		meters = append(meters, meter)
+		return meter, model, nil
+	}
+	switch c.String("judge") {
+	case "lexical":
+		w.roles.Judge = rollout.LexicalJudge{}
+	case "never":
+		w.roles.Judge = rollout.Never{}
+	case "always":
+		w.roles.Judge = rollout.Always{}
+	case "llm":
+		ch, model, err := stack("judge")
+		if err != nil {
+			return w, err
+		}
+		w.roles.Judge = rollout.NewLLMJudge(ch, model)
+	}
+	w.roles.Extractor = rollout.LexicalExtractor{}
+	if c.String("extractor") == "llm" {
+		ch, model, err := stack("extractor")
+		if err != nil {
+			return w, err
+		}
+		w.roles.Extractor = rollout.NewLLMExtractor(ch, model)
+	}
+	w.roles.Reader = rollout.LexicalReader{}
+	if c.String("reader") == "llm" {
+		ch, model, err := stack("reader")
+		if err != nil {
+			return w, err
+		}
+		w.roles.Reader = rollout.NewLLMReader(ch, model)
+	}
+	if len(meters) > 0 {
+		w.usage = func() []llm.Stats {
+			out := make([]llm.Stats, len(meters))
+			for i, m := range meters {
+				out[i] = m.Snapshot()
+			}
+			return out
+		}
+	}
+	return w, nil
+}
+
+// tempIndex builds a BM25 index of passages in a temporary directory; cleanup
+// closes and removes it.
+func tempIndex(ctx context.Context, passages []data.Passage) (x *bm25.Index, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "distill-sample-index-")
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := filepath.Join(dir, "index")
+	if _, err := bm25.Build(ctx, idx, data.NewPassageSlice(passages), bm25.BuildOptions{SourceName: "dataset " + datasetSample}); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	if x, err = bm25.Open(idx); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return x, func() { x.Close(); os.RemoveAll(dir) }, nil
+}
+
+// versionString describes the binary for run.json.
+func versionString() string {
+	v := readVersionInfo()
+	s := v.Version
+	if v.Commit != "" {
+		s += " " + v.Commit
+		if v.Modified {
+			s += " (modified)"
+		}
+	}
+	return s + " " + v.GoVersion
+}
+
+// printRolloutReport writes the final report of a run on stdout.
+func printRolloutReport(c *cli.Context, sum runner.Summary, out string) error {
+	cnt, o := sum.Counts, sum.Counts.Output
+	selected := fmt.Sprint(cnt.Selected)
+	if sum.Config.Limit > 0 || sum.Config.Shard != "" {
+		selected += fmt.Sprintf(" (limit %d, shard %q)", sum.Config.Limit, sum.Config.Shard)
+	}
+	rows := [][2]any{
+		{"output", out},
+		{"questions", selected},
+		{"already done (resumed)", cnt.AlreadyDone},
+		{"run now", fmt.Sprintf("%d done, %d failed, %d states", cnt.Run.Done, cnt.Run.Failed, cnt.Run.States)},
+		{"written", fmt.Sprintf("%d questions (%d done, %d failed), %d rows in %d parts", o.Questions, o.Done, o.Failed, o.Rows, o.Parts)},
+		{"retrievals per question", rounds(o.Rounds)},
+		{"parse failures", fmt.Sprintf("judge %d, extractor %d, reader %d", o.JudgeParseFailures, o.ExtractorParseFailures, o.ReaderParseFailures)},
+	}
+	if cnt.DuplicateIDs > 0 {
+		rows = append(rows, [2]any{"repeated ids skipped", cnt.DuplicateIDs})
+	}
+	if len(sum.Usage) > 0 {
+		var tokens int64
+		for _, s := range sum.Usage {
+			tokens += s.PromptTokens + s.CompletionTokens
+		}
+		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", fmt.Sprintf("$%.4f", sum.CostUSD)})
+	}
+	rows = append(rows,
+		[2]any{"trajectories", sum.Trajectories},
+		[2]any{"run record", filepath.Join(out, runner.ReportFile)},
+		[2]any{"time", fmt.Sprintf("%.2fs (%.1f questions/s)", sum.WallSeconds, sum.QuestionsPerSecond)},
+	)
+	if err := printCounts(c.App.Writer, rows); err != nil {
+		return err
+	}
+	const shown = 5
+	for i, f := range o.Failures {
+		if i == shown {
+			fmt.Fprintf(c.App.Writer, "failed: ... and %d more (see %s)\n", o.Failed-shown, runner.ReportFile)
+			break
+		}
+		fmt.Fprintf(c.App.Writer, "failed: %s: %s\n", f.QuestionID, f.Reason)
+	}
+	return nil
+}
+
+// rounds writes a histogram as "1: 12, 2: 30".
+func rounds(h map[int]int) string {
+	keys := make([]int, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d: %d", k, h[k])
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// checkTrajectories reads a rollout's trajectories.parquet and checks that
+// it holds each question of want exactly once: contiguous rows numbered
+// from round 0, the last one final (or one failure row with a reason).
+func checkTrajectories(t *testing.T, path string, want []string) []data.State {
+	t.Helper()
+	rows, err := data.ReadParquet[data.State](path)
+	if err != nil {
+		t.Fatalf("read %s: %v", path, err)
+	}
+	seen := map[string]bool{}
+	var got []string
+	for i, r := range rows {
+		first := i == 0 || rows[i-1].QuestionID != r.QuestionID
+		if first {
+			if seen[r.QuestionID] {
+				t.Fatalf("question %s appears twice (again at row %d)", r.QuestionID, i)
+			}
+			seen[r.QuestionID] = true
+			got = append(got, r.QuestionID)
+		}
+		last := i == len(rows)-1 || rows[i+1].QuestionID != r.QuestionID
+		if r.IsFinal != last {
+			t.Fatalf("question %s: row %d final %v, want %v", r.QuestionID, i, r.IsFinal, last)
+		}
+		if r.Failure != "" && !(first && last) {
+			t.Fatalf("question %s: failure row among states", r.QuestionID)
+		}
+		if !first && r.Round != rows[i-1].Round+1 {
+			t.Fatalf("question %s: round %d after %d", r.QuestionID, r.Round, rows[i-1].Round)
+		}
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Fatalf("output holds %d questions, want %d", len(got), len(want))
+	}
+	return rows
+}
+
+func questionIDs(qs []data.Question) []string {
+	ids := make([]string, len(qs))
+	for i, q := range qs {
+		ids[i] = q.ID
+	}
+	return ids
+}
+
+// TestRolloutSample runs `distill rollout` with no flags, as a new user
+// would: the bundled sample, built-in roles, the default output directory.
+func TestRolloutSample(t *testing.T) {
+	t.Chdir(t.TempDir())
+	r := runDistill(t, "--quiet", "rollout")
+	if r.code != 0 {
+		t.Fatalf("rollout: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"output:", defaultSampleOut, "questions:", "200", "run now:", "200 done, 0 failed", "retrievals per question:", "trajectories:", "run record:", "questions/s"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("rollout output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	rows := checkTrajectories(t, filepath.Join(defaultSampleOut, runner.TrajectoriesFile), questionIDs(synth.Sample().Questions))
+	if rows[0].JudgeModel == "" || rows[0].JudgeTemplate == "" || rows[0].Question == "" {
+		t.Errorf("first row lacks provenance: %+v", rows[0])
+	}
+	rep, err := runner.ReadReport(defaultSampleOut)
+	if err != nil || rep.Status != runner.StatusDone || rep.Roles.Judge.Name != "lexical" || rep.Config.Loop.MaxRetrievals != 4 || rep.Version == "" {
+		t.Errorf("run.json: %+v, %v", rep, err)
+	}
+
+	// Again: the output is there, so it says how to go on.
+	r = runDistill(t, "--quiet", "rollout")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "use --resume") {
+		t.Errorf("second rollout: exit %d, stderr %q; want %d and a hint to use --resume", r.code, r.stderr, exitUsage)
+	}
+	r = runDistill(t, "--quiet", "rollout", "--resume")
+	if r.code != 0 || !strings.Contains(r.stdout, "already done (resumed):   200") {
+		t.Errorf("rollout --resume of a finished run: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "rollout", "--resume", "--policy", "fixed")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "configured differently") {
+		t.Errorf("resume with another policy: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runDistill(t, "data", "show", "-n", "1", filepath.Join(defaultSampleOut, runner.TrajectoriesFile))
+	if r.code != 0 || !strings.Contains(r.stdout, `"question_id"`) {
+		t.Errorf("data show of the trajectories: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestRolloutUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	q := filepath.Join(dir, "q.parquet")
+	tests := []struct {
+		name     string
+		args     []string
+		inStderr string
+	}{
+		{"judge llm without model", []string{"--judge", "llm"}, "--judge llm needs --judge-model"},
+		{"extractor llm without model", []string{"--extractor", "llm"}, "--extractor llm needs --extractor-model"},
+		{"reader llm without model", []string{"--reader", "llm"}, "--reader llm needs --reader-model"},
+		{"unknown judge", []string{"--judge", "oracle"}, `unknown --judge "oracle" (want lexical, never, always, llm)`},
+		{"unknown extractor", []string{"--extractor", "never"}, `unknown --extractor "never"`},
+		{"model without llm", []string{"--judge-model", "gpt-4o-mini"}, "--judge-model and --judge-base-url are for --judge llm, not lexical"},
+		{"base url without llm", []string{"--reader-base-url", "http://x/v1"}, "are for --reader llm"},
+		{"bad policy", []string{"--policy", "greedy"}, `--policy: policy "greedy"`},
+		{"bad dedup", []string{"--dedup", "url"}, `--dedup: dedup "url"`},
+		{"bad shard", []string{"--shard", "2/2"}, "--shard: shard 2/2"},
+		{"shard not i/n", []string{"--shard", "2"}, "want i/n"},
+		{"no workers", []string{"--workers", "0"}, "--workers must be at least 1"},
+		{"no rounds", []string{"--max-rounds", "0"}, "--max-rounds must be at least 1"},
+		{"bad top-k", []string{"--top-k", "-1"}, "--top-k must be at least 1"},
+		{"negative limit", []string{"--limit", "-2"}, "--limit must not be negative"},
+		{"bad interval", []string{"--checkpoint-interval", "0s"}, "--checkpoint-interval must be positive"},
+		{"both sources", []string{"--questions", q, "--dataset", "sample"}, "give --questions or --dataset, not both"},
+		{"unknown dataset", []string{"--dataset", "nq"}, `unknown --dataset "nq"`},
+		{"questions without index", []string{"--questions", q, "--out", dir}, "--index is required with --questions"},
+		{"questions without out", []string{"--questions", q, "--index", dir}, "--out is required with --questions"},
+		{"argument", []string{"extra"}, `unexpected argument "extra"`},
+		{"resume elsewhere", []string{"--resume", "--out", dir, "--limit", "3"}, ""},
+	}
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not a run"), 0o644)
+	tests[len(tests)-1].inStderr = "has no run.json"
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runDistill(t, append([]string{"--quiet", "rollout"}, tc.args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.inStderr) || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", r.code, r.stdout, r.stderr, exitUsage, tc.inStderr)
+			}
+		})
+	}
+	// Not usage errors: files that are not what they should be.
+	r := runDistill(t, "--quiet", "rollout", "--questions", filepath.Join(dir, "none.parquet"), "--index", dir, "--out", filepath.Join(dir, "o"))
+	if r.code != 1 || !strings.Contains(r.stderr, "is not an index directory") {
+		t.Errorf("bad index: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestRolloutShardsAndMerge imports a dataset, indexes it, runs it as two
+// shards and merges them, all through the CLI.
+func TestRolloutShardsAndMerge(t *testing.T) {
+	dir := t.TempDir()
+	ds, idx := filepath.Join(dir, "ds"), filepath.Join(dir, "idx")
+	for _, args := range [][]string{
+		{"data", "synth", "--seed", "7", "--questions", "150", "--out", ds},
+		{"index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx},
+	} {
+		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shards []string
+	for _, s := range []string{"0/2", "1/2"} {
+		out := filepath.Join(dir, "shard"+s[:1])
+		r := runDistill(t, "--quiet", "rollout", "--questions", filepath.Join(ds, data.QuestionsFile), "--index", idx,
+			"--out", out, "--shard", s, "--limit", "120", "--workers", "3", "--policy", "fixed", "--max-rounds", "2", "--judge", "never")
+		if r.code != 0 || !strings.Contains(r.stdout, `shard "`+s+`"`) {
+			t.Fatalf("rollout --shard %s: exit %d, stdout %q, stderr %q", s, r.code, r.stdout, r.stderr)
+		}
+		shards = append(shards, out)
+	}
+	merged := filepath.Join(dir, "merged")
+	r := runDistill(t, append([]string{"--quiet", "merge", "--out", merged}, shards...)...)
+	if r.code != 0 || !strings.Contains(r.stdout, "120 questions (120 done, 0 failed)") {
+		t.Fatalf("merge: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	rows := checkTrajectories(t, filepath.Join(merged, runner.TrajectoriesFile), questionIDs(qs[:120]))
+	for _, row := range rows {
+		if row.IsFinal && row.Round != 2 {
+			t.Fatalf("question %s: final at round %d, want 2 (fixed policy, --max-rounds 2)", row.QuestionID, row.Round)
+		}
+	}
+
+	// One shard alone: merged, the other named missing (on stdout, and a warning).
+	r = runDistill(t, "merge", "--out", filepath.Join(dir, "half"), shards[0])
+	if r.code != 0 || !strings.Contains(r.stdout, "missing shards:") || !strings.Contains(r.stdout, "1/2") || !strings.Contains(r.stderr, "lacks shards") {
+		t.Errorf("merge of one shard: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, tc := range []struct {
+		args     []string
+		code     int
+		inStderr string
+	}{
+		{[]string{"merge", shards[0]}, exitUsage, "--out is required"},
+		{[]string{"merge", "--out", filepath.Join(dir, "m1")}, exitUsage, "give the rollout output directories"},
+		{[]string{"merge", "--out", merged, shards[0]}, exitUsage, "is not empty"},
+		{[]string{"merge", "--out", filepath.Join(dir, "m2"), shards[0], shards[0]}, exitUsage, "both shard 0/2"},
+		{[]string{"merge", shards[0], "--out", filepath.Join(dir, "m3")}, exitUsage, "put flags before arguments"},
+		{[]string{"merge", "--out", filepath.Join(dir, "m4"), filepath.Join(dir, "nope")}, 1, "no such file"},
+	} {
+		r := runDistill(t, tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.inStderr) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.inStderr)
+		}
+	}
+}
+
+// TestRolloutKill9 kills `distill rollout` with SIGKILL twice, each time
+// just after it committed a checkpoint (while it goes on working and
+// writing the next part), resumes it each time, and checks that the
+// finished output holds every question exactly once.
+func TestRolloutKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs thousands of questions")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "distill")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	ds, idx, out := filepath.Join(dir, "ds"), filepath.Join(dir, "idx"), filepath.Join(dir, "run")
+	for _, args := range [][]string{
+		{"data", "synth", "--seed", "3", "--questions", "4000", "--out", ds},
+		{"index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx},
+	} {
+		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	args := []string{"--log-format", "json", "rollout", "--questions", filepath.Join(ds, data.QuestionsFile), "--index", idx,
+		"--out", out, "--workers", "2", "--checkpoint-questions", "40", "--policy", "fixed"}
+
+	// killAfterCheckpoint starts distill and kills it once it has logged
+	// its first checkpoint; it returns false if the run ended first.
+	killAfterCheckpoint := func(args ...string) bool {
+		t.Helper()
+		cmd := exec.Command(bin, args...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		killed := false
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct{ Msg string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "checkpoint" && !killed {
+				if err := cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				killed = true
+			}
+		}
+		err = cmd.Wait()
+		var exit *exec.ExitError
+		if killed && !errors.As(err, &exit) {
+			t.Fatalf("distill after SIGKILL: %v, want it killed", err)
+		}
+		return killed
+	}
+	if !killAfterCheckpoint(args...) {
+		t.Fatal("the first run finished before it could be killed")
+	}
+	parts, _ := filepath.Glob(filepath.Join(out, runner.PartsDir, "part-*.parquet"))
+	if len(parts) == 0 {
+		t.Fatal("no part committed before the kill")
+	}
+	if _, err := os.Stat(filepath.Join(out, runner.TrajectoriesFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a killed run left trajectories.parquet: %v", err)
+	}
+	resumed := append(slices.Clone(args), "--resume")
+	if !killAfterCheckpoint(resumed...) {
+		t.Log("the resumed run finished before the second kill")
+	}
+
+	r := exec.Command(bin, append([]string{"--quiet"}, resumed...)...)
+	stdout, err := r.Output()
+	if err != nil {
+		t.Fatalf("final resume: %v\n%s", err, stdout)
+	}
+	if !strings.Contains(string(stdout), "4000 questions (4000 done, 0 failed)") {
+		t.Errorf("final resume output:\n%s", stdout)
+	}
+	qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(qs))
+	rep, err := runner.ReadReport(out)
+	if err != nil || rep.Resumes != 2 || rep.Counts.AlreadyDone == 0 {
+		t.Errorf("run.json after two resumes: resumes %d, already done %d, %v", rep.Resumes, rep.Counts.AlreadyDone, err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(out, runner.PartsDir, ".*"))
+	if len(leftovers) > 0 {
+		t.Errorf("leftover temporary files: %v", leftovers)
+	}
+	t.Logf("killed twice, resumed: %d questions, %d rows, %d parts, %d already done at the last resume",
+		rep.Counts.Output.Questions, rep.Counts.Output.Rows, rep.Counts.Output.Parts, rep.Counts.AlreadyDone)
+}
+
+// TestRolloutLLMRolesWithFaults runs all three roles against an
+// OpenAI-compatible server that fails a third of its requests (5xx,
+// malformed and truncated bodies): every question must come out exactly
+// once, failures with their reason, and run.json must account the calls.
+func TestRolloutLLMRolesWithFaults(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Options{
+		Seed: 7, ServerError: 0.12, Unavailable: 0.06, Malformed: 0.08, Truncated: 0.06,
+		Answer: func(r llmtest.Request) string {
+			switch {
+			case strings.Contains(string(r.Body), "evidence_global_ids"):
+				return `{"evidence_global_ids": [1, 2, 3]}`
+			case r.ResponseFormat == "json_schema":
+				return `{"sufficient": false, "gap_items": [{"category": "attribute", "target": "x", "slot": "y", "description": ""}]}`
+			}
+			return "Answer: somewhere"
+		},
+	})
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	out := filepath.Join(t.TempDir(), "run")
+	args := []string{"--quiet", "rollout", "--dataset", "sample", "--limit", "20", "--workers", "8", "--out", out, "--max-rounds", "2"}
+	for _, role := range []string{"judge", "extractor", "reader"} {
+		args = append(args, "--"+role, "llm", "--"+role+"-model", "test-"+role, "--"+role+"-base-url", srv.URL())
+	}
+	r := runDistill(t, args...)
+	if r.code != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	rows := checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:20]))
+	failed := 0
+	for _, row := range rows {
+		switch {
+		case row.Failure != "":
+			failed++
+		case row.JudgeModel == "" || row.JudgeTemplate == "":
+			t.Errorf("question %s round %d: judge model %q, template %q: want both recorded", row.QuestionID, row.Round, row.JudgeModel, row.JudgeTemplate)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Usage []struct {
+			Role     string `json:"role"`
+			Requests int64  `json:"requests"`
+			Retries  int64  `json:"retries"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(raw, &report); err != nil {
+		t.Fatalf("run.json: %v", err)
+	}
+	var requests, retries int64
+	for _, u := range report.Usage {
+		requests += u.Requests
+		retries += u.Retries
+	}
+	if len(report.Usage) != 3 || requests == 0 || retries == 0 {
+		t.Errorf("run.json usage %+v: want three roles with requests and retries", report.Usage)
+	}
+	t.Logf("20 questions against a server failing 32%% of requests: %d failed questions, %d requests, %d retries", failed, requests, retries)
+}

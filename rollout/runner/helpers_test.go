@@ -1,0 +1,255 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/retrieve"
+)
+
+// The fakes below make a loop whose course is known from the question: a
+// question "question N needs R" is judged sufficient once its context
+// holds R sentences, and the extractor points at one new sentence per round,
+// so the question ends after R retrievals. A question whose text holds
+// "fail at K" has its judge fail at round K (a *RoleError), and a question
+// holding "broken" makes the retriever fail (a systemic error).
+
+const (
+	fakeJudgeModel     = "fake-judge"
+	fakeExtractorModel = "fake-extractor"
+	fakeReaderModel    = "fake-reader"
+)
+
+var errBroken = errors.New("index is broken")
+
+type fakeJudge struct {
+	// calls counts the judge calls; after is called with the count.
+	calls atomic.Int64
+	after func(n int64)
+}
+
+func (j *fakeJudge) Judge(_ context.Context, question string, c data.Context) (rollout.JudgeResult, error) {
+	n := j.calls.Add(1)
+	if j.after != nil {
+		defer j.after(n)
+	}
+	if k, ok := number(question, "fail at "); ok && c.Len() == k {
+		return rollout.JudgeResult{}, fmt.Errorf("model unreachable for %q", question)
+	}
+	need, _ := number(question, "needs ")
+	res := rollout.JudgeResult{Call: rollout.Call{Model: fakeJudgeModel, TemplateHash: "judge-v1", Usage: rollout.Usage{PromptTokens: 10, CompletionTokens: 2}}}
+	if c.Len() >= need {
+		res.Verdict = data.Verdict{Sufficient: true}
+		res.Raw = `{"sufficient":true,"gap_items":[]}`
+	} else {
+		res.Verdict = data.Verdict{GapItems: []data.GapItem{{Category: "other", Target: "Answer", Slot: "more"}}}
+		res.Raw = `{"sufficient":false}`
+	}
+	return res, nil
+}
+
+// number returns the integer after prefix in s.
+func number(s, prefix string) (int, bool) {
+	_, rest, ok := strings.Cut(s, prefix)
+	if !ok {
+		return 0, false
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[0])
+	return n, err == nil
+}
+
+type fakeExtractor struct{}
+
+func (fakeExtractor) Extract(_ context.Context, _ string, _ []data.GapItem, sentences []rollout.Numbered, _ int) (rollout.ExtractResult, error) {
+	return rollout.ExtractResult{IDs: []int{1}, Call: rollout.Call{Raw: `{"evidence_global_ids":[1]}`, Model: fakeExtractorModel, TemplateHash: "extractor-v1"}}, nil
+}
+
+type fakeReader struct{}
+
+func (fakeReader) Answer(_ context.Context, question string, c data.Context) (rollout.ReadResult, error) {
+	return rollout.ReadResult{Answer: "answer", Call: rollout.Call{Raw: "Answer: answer", Model: fakeReaderModel, TemplateHash: "reader-v1"}}, nil
+}
+
+// fakeRetriever returns the first k passages of its corpus not excluded.
+type fakeRetriever struct {
+	corpus []data.Passage
+}
+
+func newFakeRetriever() *fakeRetriever {
+	r := &fakeRetriever{}
+	for i := range 60 {
+		title := fmt.Sprintf("Title %d", i)
+		s := []string{fmt.Sprintf("Sentence one of %d.", i), fmt.Sprintf("Sentence two of %d.", i)}
+		r.corpus = append(r.corpus, data.Passage{ID: fmt.Sprintf("d%d", i), Title: title, Text: strings.Join(s, " "), Sentences: s})
+	}
+	return r
+}
+
+func (r *fakeRetriever) Search(ctx context.Context, q retrieve.Query) ([]retrieve.Hit, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if strings.Contains(q.Text, "broken") {
+		return nil, errBroken
+	}
+	var hits []retrieve.Hit
+	for i, p := range r.corpus {
+		if len(hits) == q.K {
+			break
+		}
+		if !slices.Contains(q.Exclude, p.ID) {
+			hits = append(hits, retrieve.Hit{Passage: p, Score: float64(len(r.corpus) - i)})
+		}
+	}
+	return hits, nil
+}
+
+func fakeRoles() (rollout.Roles, *fakeJudge) {
+	j := &fakeJudge{}
+	return rollout.Roles{Judge: j, Extractor: fakeExtractor{}, Reader: fakeReader{}, Retriever: newFakeRetriever()}, j
+}
+
+// makeQuestions returns n questions; question i needs i%4+1 retrievals,
+// and fail(i), when set, says at which round (>= 0) it fails.
+func makeQuestions(n int, fail func(i int) int) []data.Question {
+	qs := make([]data.Question, n)
+	for i := range qs {
+		text := fmt.Sprintf("question %d needs %d", i, i%4+1)
+		if fail != nil {
+			if k := fail(i); k >= 0 {
+				text += fmt.Sprintf(" fail at %d", k)
+			}
+		}
+		qs[i] = data.Question{ID: fmt.Sprintf("q%04d", i), Text: text, Answers: []string{"answer"}, Dataset: "fake"}
+	}
+	return qs
+}
+
+func ids(qs []data.Question) []string {
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		out[i] = q.ID
+	}
+	return out
+}
+
+// checkOutput reads DIR/trajectories.parquet and checks that it holds each
+// of want exactly once: contiguous rows, rounds 0..n, one final row last,
+// or one failure row with a reason. It returns the rows by question id.
+func checkOutput(t *testing.T, dir string, want []string) map[string][]data.State {
+	t.Helper()
+	rows, err := data.ReadParquet[data.State](filepath.Join(dir, TrajectoriesFile))
+	if err != nil {
+		t.Fatalf("read output: %v", err)
+	}
+	return checkRows(t, rows, want)
+}
+
+func checkRows(t *testing.T, rows []data.State, want []string) map[string][]data.State {
+	t.Helper()
+	by := map[string][]data.State{}
+	var order []string
+	for i, r := range rows {
+		if i == 0 || rows[i-1].QuestionID != r.QuestionID {
+			if _, dup := by[r.QuestionID]; dup {
+				t.Errorf("question %s appears twice (again at row %d)", r.QuestionID, i)
+			}
+			order = append(order, r.QuestionID)
+		}
+		by[r.QuestionID] = append(by[r.QuestionID], r)
+	}
+	got := slices.Sorted(slices.Values(order))
+	w := slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, w) {
+		t.Errorf("output holds %d questions, want %d (missing %v, extra %v)", len(got), len(w), minus(w, got), minus(got, w))
+	}
+	for id, states := range by {
+		last := states[len(states)-1]
+		if last.Failure != "" {
+			if len(states) != 1 || !last.IsFinal {
+				t.Errorf("question %s: failed with %d rows (final %v), want one final failure row", id, len(states), last.IsFinal)
+			}
+			continue
+		}
+		for i, s := range states {
+			if int(s.Round) != i || s.IsFinal != (i == len(states)-1) {
+				t.Errorf("question %s: row %d has round %d, final %v", id, i, s.Round, s.IsFinal)
+			}
+		}
+	}
+	return by
+}
+
+func minus(a, b []string) []string {
+	var out []string
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) > 5 {
+		out = append(out[:5], "...")
+	}
+	return out
+}
+
+// partFiles lists the names of the files in DIR/parts.
+func partFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Join(dir, PartsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
+
+// idRow reads only the question id of a state row.
+type idRow struct {
+	QuestionID string `parquet:"question_id"`
+}
+
+// readIDs calls fn with the question id of every row of a trajectories
+// file, in order.
+func readIDs(path string, fn func(id string)) error {
+	r, err := data.OpenParquet[idRow](path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := make([]idRow, 1024)
+	for {
+		clear(buf)
+		n, err := r.Read(buf)
+		for _, row := range buf[:n] {
+			fn(row.QuestionID)
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("read %s: no progress", path)
+		}
+	}
+}

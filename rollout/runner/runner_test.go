@@ -1,0 +1,632 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+)
+
+func TestRunWritesEveryQuestionOnce(t *testing.T) {
+	failEvery5 := func(i int) int {
+		if i%5 == 0 {
+			return 0
+		}
+		return -1
+	}
+	tests := []struct {
+		name       string
+		n          int
+		workers    int
+		checkpoint int
+		fail       func(int) int
+		wantParts  int
+	}{
+		{"one worker, one part", 20, 1, 0, nil, 1},
+		{"a part per question", 9, 3, 1, nil, 9},
+		{"parts of 7", 50, 4, 7, failEvery5, 8},
+		{"many workers", 200, 32, 64, failEvery5, 4},
+		{"no questions", 0, 4, 0, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			qs := makeQuestions(tt.n, tt.fail)
+			roles, _ := fakeRoles()
+			out := filepath.Join(t.TempDir(), "run")
+			var last Progress
+			sum, err := Run(context.Background(), Options{
+				Questions: Slice(qs), Roles: roles, Out: out, Workers: tt.workers,
+				CheckpointQuestions: tt.checkpoint, CheckpointInterval: time.Hour,
+				Progress: func(p Progress) { last = p },
+			})
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			by := checkOutput(t, out, ids(qs))
+			wantFailed := 0
+			for i, q := range qs {
+				if tt.fail != nil && tt.fail(i) >= 0 {
+					wantFailed++
+					st := by[q.ID][0]
+					if !strings.Contains(st.Failure, "judge at round 0") || !strings.Contains(st.Failure, "model unreachable") {
+						t.Errorf("question %s: failure %q, want the judge's error at round 0", q.ID, st.Failure)
+					}
+					if st.Question != q.Text || st.Dataset != q.Dataset {
+						t.Errorf("question %s: failure row %+v lacks the question", q.ID, st)
+					}
+					continue
+				}
+				if got, want := len(by[q.ID]), i%4+2; got != want {
+					t.Errorf("question %s: %d states, want %d", q.ID, got, want)
+				}
+			}
+			c := sum.Counts
+			if c.Selected != tt.n || c.Run.Done != tt.n-wantFailed || c.Run.Failed != wantFailed ||
+				c.Output.Questions != tt.n || c.Output.Failed != wantFailed || c.Output.Parts != tt.wantParts {
+				t.Errorf("counts %+v, want %d selected, %d failed, %d parts", c, tt.n, wantFailed, tt.wantParts)
+			}
+			if c.Run.States != c.Output.States {
+				t.Errorf("states written %d, output states %d", c.Run.States, c.Output.States)
+			}
+			if last.Done != tt.n-wantFailed || last.Failed != wantFailed || last.Total != tt.n || last.States != c.Run.States || last.Parts != tt.wantParts {
+				t.Errorf("last progress %+v", last)
+			}
+			if got := len(partFiles(t, out)); got != tt.wantParts {
+				t.Errorf("%d files in parts/, want %d", got, tt.wantParts)
+			}
+		})
+	}
+}
+
+func TestRunReport(t *testing.T) {
+	qs := makeQuestions(40, func(i int) int {
+		if i == 7 {
+			return 0
+		}
+		return -1
+	})
+	roles, _ := fakeRoles()
+	out := t.TempDir()
+	usage := []llm.Stats{{Role: "judge", Model: "m", Requests: 3, PromptTokens: 100, CostUSD: 0.25}}
+	sum, err := Run(context.Background(), Options{
+		Questions: Slice(qs), Roles: roles, Out: out, Workers: 3, Limit: 40,
+		Loop: rollout.Options{Policy: rollout.EarlyStop, TopK: 3},
+		Info: Info{
+			Version: "v9", Questions: "fake questions", Retriever: "fake index",
+			Judge: Role{Name: "fake", Model: "fake-judge", BaseURL: "http://x"}, Extractor: Role{Name: "fake"}, Reader: Role{Name: "fake"},
+		},
+		Usage: func() []llm.Stats { return usage },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := ReadReport(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sum.Report, rep, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
+		t.Errorf("run.json differs from the summary (-summary +file):\n%s", diff)
+	}
+	// Question i needs i%4+1 retrievals, so i%4+2 states; question 7
+	// (4 retrievals) failed.
+	const states = 10*2 + 10*3 + 10*4 + 9*5
+	want := Report{
+		Status:  StatusDone,
+		Version: "v9",
+		Config: Config{
+			Questions: "fake questions", Retriever: "fake index", Limit: 40, Workers: 3,
+			CheckpointQuestions: DefaultCheckpointQuestions, CheckpointSeconds: DefaultCheckpointInterval.Seconds(),
+			Loop: Loop{Policy: "early-stop", MaxRetrievals: 4, TopK: 3, MaxEvidence: 6, MaxSentences: 40, Dedup: "doc-id"},
+		},
+		Roles: Roles{
+			Judge:     Role{Name: "fake", Model: "fake-judge", BaseURL: "http://x", Seen: []Seen{{Model: fakeJudgeModel, Template: "judge-v1", Rows: states}}},
+			Extractor: Role{Name: "fake", Seen: []Seen{{Model: fakeExtractorModel, Template: "extractor-v1", Rows: states - 39}}},
+			Reader:    Role{Name: "fake", Seen: []Seen{{Model: fakeReaderModel, Template: "reader-v1", Rows: 39}}},
+		},
+		Counts: Counts{
+			Selected: 40, InputQuestions: 40,
+			Run: RunCounts{Done: 39, Failed: 1, States: states},
+			Output: OutputCounts{
+				Questions: 40, Done: 39, Failed: 1, Rows: states + 1, States: states, Parts: 1,
+				Rounds:   map[int]int{1: 10, 2: 10, 3: 10, 4: 9},
+				Tokens:   TokenCounts{JudgePrompt: states * 10, JudgeCompletion: states * 2},
+				Failures: []Failure{{QuestionID: "q0007", Reason: `judge at round 0: model unreachable for "question 7 needs 4 fail at 0"`}},
+			},
+		},
+		Usage:   usage,
+		CostUSD: 0.25,
+	}
+	ignore := cmpopts.IgnoreFields(Report{}, "StartedAt", "FinishedAt", "WallSeconds", "QuestionsPerSecond")
+	if diff := cmp.Diff(want, rep, ignore); diff != "" {
+		t.Errorf("run.json (-want +got):\n%s", diff)
+	}
+	if rep.StartedAt.IsZero() || rep.FinishedAt.Before(rep.StartedAt) || rep.WallSeconds <= 0 || rep.QuestionsPerSecond <= 0 {
+		t.Errorf("times: started %v, finished %v, wall %v, q/s %v", rep.StartedAt, rep.FinishedAt, rep.WallSeconds, rep.QuestionsPerSecond)
+	}
+	// The file is plain JSON with the documented names.
+	b, _ := os.ReadFile(filepath.Join(out, ReportFile))
+	for _, key := range []string{`"status": "done"`, `"rounds": {`, `"template": "judge-v1"`, `"cost_usd": 0.25`, `"questions_per_second"`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("run.json lacks %s:\n%s", key, b)
+		}
+	}
+}
+
+func TestRunLimitAndDuplicates(t *testing.T) {
+	qs := makeQuestions(30, nil)
+	// Repeat some ids: the first occurrence counts.
+	in := slices.Concat(qs[:5], qs[2:4], qs[5:])
+	roles, _ := fakeRoles()
+	tests := []struct {
+		limit int
+		want  []string
+		dups  int
+	}{
+		{0, ids(qs), 2},
+		{5, ids(qs[:5]), 0},
+		{6, ids(qs[:6]), 2},
+		{100, ids(qs), 2},
+	}
+	for _, tt := range tests {
+		out := t.TempDir()
+		sum, err := Run(context.Background(), Options{Questions: Slice(in), Roles: roles, Out: out, Limit: tt.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOutput(t, out, tt.want)
+		if sum.Counts.Selected != len(tt.want) || sum.Counts.DuplicateIDs != tt.dups {
+			t.Errorf("limit %d: selected %d, duplicates %d; want %d, %d", tt.limit, sum.Counts.Selected, sum.Counts.DuplicateIDs, len(tt.want), tt.dups)
+		}
+	}
+}
+
+func TestRunSystemicErrorStops(t *testing.T) {
+	qs := makeQuestions(60, nil)
+	qs[30].Text += " broken"
+	roles, judge := fakeRoles()
+	out := t.TempDir()
+	sum, err := Run(context.Background(), Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: 1, CheckpointQuestions: 8})
+	if !errors.Is(err, errBroken) || !strings.Contains(err.Error(), "question q0030") {
+		t.Fatalf("Run: got %v, want the retriever's error for q0030", err)
+	}
+	if calls := judge.calls.Load(); calls > 31*5 {
+		t.Errorf("the run went on after the systemic error: %d judge calls", calls)
+	}
+	if sum.Status != StatusInterrupted || sum.Trajectories != "" {
+		t.Errorf("summary: status %q, trajectories %q", sum.Status, sum.Trajectories)
+	}
+	rep, err := ReadReport(out)
+	if err != nil || rep.Status != StatusInterrupted || !strings.Contains(rep.Error, "index is broken") {
+		t.Errorf("run.json: %+v, %v; want status interrupted with the error", rep, err)
+	}
+	if _, err := os.Stat(filepath.Join(out, TrajectoriesFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("trajectories written by an interrupted run: %v", err)
+	}
+
+	// Fixed, the run resumes after the checkpointed questions.
+	qs[30].Text = strings.TrimSuffix(qs[30].Text, " broken")
+	sum, err = Run(context.Background(), Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: 1, CheckpointQuestions: 8, Resume: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOutput(t, out, ids(qs))
+	if sum.Counts.AlreadyDone != 30 || sum.Resumes != 1 {
+		t.Errorf("resume: already done %d (want 30: every question before the broken one), resumes %d", sum.Counts.AlreadyDone, sum.Resumes)
+	}
+}
+
+// TestRunWriteFailureStops: when the output cannot be written, the run
+// stops (workers blocked on the writer included) and says why.
+func TestRunWriteFailureStops(t *testing.T) {
+	qs := makeQuestions(200, nil)
+	roles, judge := fakeRoles()
+	out := t.TempDir()
+	judge.after = func(n int64) {
+		if n == 50 {
+			os.RemoveAll(filepath.Join(out, PartsDir))
+		}
+	}
+	_, err := Run(context.Background(), Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: 8, CheckpointQuestions: 1})
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Run: %v, want the error of the lost parts directory", err)
+	}
+	if calls := judge.calls.Load(); calls > 50+8*5+5 {
+		t.Errorf("%d judge calls: the workers went on after the writer failed", calls)
+	}
+}
+
+func TestRunAuthErrorIsSystemic(t *testing.T) {
+	roles, _ := fakeRoles()
+	roles.Judge = judgeFunc(func() error { return &llm.StatusError{StatusCode: 401} })
+	_, err := Run(context.Background(), Options{Questions: Slice(makeQuestions(10, nil)), Roles: roles, Out: t.TempDir()})
+	if !errors.Is(err, llm.ErrAuth) {
+		t.Errorf("Run: %v, want an ErrAuth", err)
+	}
+}
+
+type judgeFunc func() error
+
+func (f judgeFunc) Judge(context.Context, string, data.Context) (rollout.JudgeResult, error) {
+	return rollout.JudgeResult{}, f()
+}
+
+// TestRunResumeAfterInterruption interrupts runs at many points (the
+// context cancelled after some judge calls, as Ctrl-C or a systemic error
+// would) and resumes them: every question must be written exactly once.
+func TestRunResumeAfterInterruption(t *testing.T) {
+	qs := makeQuestions(60, func(i int) int {
+		if i%17 == 3 {
+			return 0
+		}
+		return -1
+	})
+	for _, stopAfter := range []int64{1, 9, 40, 120} {
+		for _, workers := range []int{1, 6} {
+			out := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			roles, judge := fakeRoles()
+			judge.after = func(n int64) {
+				if n == stopAfter {
+					cancel()
+				}
+			}
+			opts := Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: workers, CheckpointQuestions: 5}
+			_, err := Run(ctx, opts)
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("stop after %d, %d workers: Run: %v, want context.Canceled", stopAfter, workers, err)
+			}
+			written := 0
+			for _, p := range mustParts(t, out) {
+				readIDs(p.path, func(string) { written++ })
+			}
+			// A leftover of a write a kill interrupted.
+			os.WriteFile(filepath.Join(out, PartsDir, ".part-00099.parquet.tmp-123"), []byte("PAR1 half"), 0o644)
+
+			roles, _ = fakeRoles()
+			opts.Roles, opts.Resume = roles, true
+			sum, err := Run(context.Background(), opts)
+			if err != nil {
+				t.Fatalf("stop after %d, %d workers: resume: %v", stopAfter, workers, err)
+			}
+			checkOutput(t, out, ids(qs))
+			if sum.Counts.AlreadyDone+sum.Counts.Run.Done+sum.Counts.Run.Failed != len(qs) {
+				t.Errorf("stop after %d: already done %d + run %+v != %d", stopAfter, sum.Counts.AlreadyDone, sum.Counts.Run, len(qs))
+			}
+			if written == 0 && sum.Counts.AlreadyDone != 0 {
+				t.Errorf("stop after %d: already done %d with no part written", stopAfter, sum.Counts.AlreadyDone)
+			}
+			for _, name := range partFiles(t, out) {
+				if strings.Contains(name, tmpMarker) {
+					t.Errorf("leftover %s not removed", name)
+				}
+			}
+		}
+	}
+}
+
+func mustParts(t *testing.T, out string) []part {
+	t.Helper()
+	parts, err := listParts(filepath.Join(out, PartsDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
+// TestRunResumeAfterKill simulates what kill -9 leaves at different
+// moments: some parts committed (later ones never written), a temporary
+// part half written, run.json saying "running", no trajectories.parquet.
+func TestRunResumeAfterKill(t *testing.T) {
+	qs := makeQuestions(60, nil)
+	roles, _ := fakeRoles()
+	full := t.TempDir()
+	opts := Options{Questions: Slice(qs), Roles: roles, Out: full, Workers: 4, CheckpointQuestions: 6}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []int{0, 1, 5, 10} {
+		t.Run(fmt.Sprintf("%d parts kept", keep), func(t *testing.T) {
+			out := t.TempDir()
+			parts := mustParts(t, full)
+			os.MkdirAll(filepath.Join(out, PartsDir), 0o755)
+			keptIDs := map[string]bool{}
+			for _, p := range parts[:keep] {
+				b, _ := os.ReadFile(p.path)
+				os.WriteFile(filepath.Join(out, PartsDir, filepath.Base(p.path)), b, 0o644)
+				readIDs(p.path, func(id string) { keptIDs[id] = true })
+			}
+			kept := len(keptIDs)
+			os.WriteFile(filepath.Join(out, PartsDir, "."+partName(keep)+".tmp-999"), []byte("PAR1 torn"), 0o644)
+			os.WriteFile(filepath.Join(out, "."+TrajectoriesFile+".tmp-1"), []byte("PAR1 torn"), 0o644)
+			rep, _ := ReadReport(full)
+			rep.Status = StatusRunning
+			if err := writeReport(out, rep); err != nil {
+				t.Fatal(err)
+			}
+
+			o := opts
+			o.Out, o.Resume = out, true
+			sum, err := Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			by := checkOutput(t, out, ids(qs))
+			// The ids of the kept parts have their original rows.
+			if sum.Counts.AlreadyDone != kept || sum.Counts.Run.Done != len(qs)-kept {
+				t.Errorf("already done %d, run %d; want %d and %d", sum.Counts.AlreadyDone, sum.Counts.Run.Done, kept, len(qs)-kept)
+			}
+			if len(by) != len(qs) {
+				t.Errorf("%d questions", len(by))
+			}
+			if names := partFiles(t, out); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, tmpMarker) }) {
+				t.Errorf("leftovers in parts: %v", names)
+			}
+		})
+	}
+}
+
+func TestRunRefusesToMixRuns(t *testing.T) {
+	qs := makeQuestions(20, nil)
+	roles, _ := fakeRoles()
+	out := t.TempDir()
+	base := Options{Questions: Slice(qs), Roles: roles, Out: out, Info: Info{Judge: Role{Name: "fake"}}}
+	if _, err := Run(context.Background(), base); err != nil {
+		t.Fatal(err)
+	}
+	notRun := t.TempDir()
+	os.WriteFile(filepath.Join(notRun, "notes.txt"), []byte("mine"), 0o644)
+
+	tests := []struct {
+		name   string
+		change func(*Options)
+		want   error
+	}{
+		{"not empty without resume", func(o *Options) {}, ErrOutExists},
+		{"other policy", func(o *Options) { o.Resume, o.Loop.Policy = true, rollout.Fixed }, ErrMismatch},
+		{"other judge", func(o *Options) { o.Resume, o.Info.Judge.Name = true, "never" }, ErrMismatch},
+		{"other shard", func(o *Options) { o.Resume, o.Shard = true, Shard{I: 0, N: 2} }, ErrMismatch},
+		{"other limit", func(o *Options) { o.Resume, o.Limit = true, 5 }, ErrMismatch},
+		{"other questions", func(o *Options) { o.Resume, o.Questions = true, Slice(makeQuestions(10, nil)) }, ErrMismatch},
+		{"not a run", func(o *Options) { o.Resume, o.Out = true, notRun }, ErrNotRun},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			tt.change(&o)
+			if _, err := Run(context.Background(), o); !errors.Is(err, tt.want) {
+				t.Errorf("Run: %v, want %v", err, tt.want)
+			}
+		})
+	}
+	// A resumed run with nothing left to do rewrites the same output.
+	o := base
+	o.Resume, o.Workers = true, 2 // workers may change
+	sum, err := Run(context.Background(), o)
+	if err != nil || sum.Counts.AlreadyDone != 20 || sum.Counts.Run.Done != 0 {
+		t.Fatalf("resume of a finished run: %+v, %v", sum.Counts, err)
+	}
+	checkOutput(t, out, ids(qs))
+}
+
+func TestRunOptionErrors(t *testing.T) {
+	roles, _ := fakeRoles()
+	good := Options{Questions: Slice(makeQuestions(3, nil)), Roles: roles, Out: "x"}
+	tests := []struct {
+		name   string
+		change func(*Options)
+		want   error
+	}{
+		{"no out", func(o *Options) { o.Out = "" }, ErrOptions},
+		{"no questions", func(o *Options) { o.Questions = nil }, ErrOptions},
+		{"no judge", func(o *Options) { o.Roles.Judge = nil }, rollout.ErrMissingRole},
+		{"no retriever", func(o *Options) { o.Roles.Retriever = nil }, rollout.ErrMissingRole},
+		{"negative workers", func(o *Options) { o.Workers = -1 }, ErrOptions},
+		{"negative limit", func(o *Options) { o.Limit = -1 }, ErrOptions},
+		{"bad shard", func(o *Options) { o.Shard = Shard{I: 2, N: 2} }, ErrShard},
+		{"bad policy", func(o *Options) { o.Loop.Policy = 7 }, rollout.ErrOptions},
+		{"negative top-k", func(o *Options) { o.Loop.TopK = -1 }, rollout.ErrOptions},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := good
+			o.Out = filepath.Join(t.TempDir(), "out")
+			if tt.name == "no out" {
+				o.Out = ""
+			}
+			tt.change(&o)
+			if _, err := Run(context.Background(), o); !errors.Is(err, tt.want) {
+				t.Errorf("Run: %v, want %v", err, tt.want)
+			}
+			if o.Out != "" {
+				if _, err := os.Stat(o.Out); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("bad options created the output directory")
+				}
+			}
+		})
+	}
+}
+
+// TestRunBadInputLeavesNothing: a run that cannot start (its questions
+// cannot be read) leaves no directory that a rerun would need --resume for.
+func TestRunBadInputLeavesNothing(t *testing.T) {
+	roles, _ := fakeRoles()
+	bad := func(yield func(data.Question, error) bool) {
+		if yield(data.Question{ID: "a", Text: "question needs 1"}, nil) {
+			yield(data.Question{}, errors.New("disk on fire"))
+		}
+	}
+	for _, tt := range []struct {
+		name      string
+		questions Questions
+		want      string
+	}{
+		{"read error", bad, "disk on fire"},
+		{"no id", Slice([]data.Question{{ID: "a"}, {Text: "who?"}}), "question 2 has no id"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			_, err := Run(context.Background(), Options{Questions: tt.questions, Roles: roles, Out: out})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Run: %v, want %q", err, tt.want)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the failed start left %s: %v", out, err)
+			}
+		})
+	}
+}
+
+func TestRunCheckpointInterval(t *testing.T) {
+	// A question that waits longer than the interval after the one before
+	// finds that one committed in a part of its own.
+	qs := makeQuestions(4, nil)
+	roles, _ := fakeRoles()
+	release := make(chan struct{})
+	roles.Reader = readerFunc(func() { <-release })
+	progress := make(chan Progress, 100)
+	out := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(context.Background(), Options{
+			Questions: Slice(qs), Roles: roles, Out: out, Workers: 1, CheckpointInterval: time.Millisecond,
+			Progress: func(p Progress) { progress <- p },
+		})
+		done <- err
+	}()
+	for k := 1; k <= len(qs); k++ {
+		release <- struct{}{}
+		for p := range progress {
+			if p.Parts == k {
+				break
+			}
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := len(mustParts(t, out)); n != len(qs) {
+		t.Errorf("%d parts, want %d", n, len(qs))
+	}
+	checkOutput(t, out, ids(qs))
+}
+
+type readerFunc func()
+
+func (f readerFunc) Answer(context.Context, string, data.Context) (rollout.ReadResult, error) {
+	f()
+	return rollout.ReadResult{Answer: "a"}, nil
+}
+
+func TestQuestionsFile(t *testing.T) {
+	dir := t.TempDir()
+	qs := makeQuestions(300, nil)
+	if err := data.WriteDataset(dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []data.Question
+	for q, err := range QuestionsFile(filepath.Join(dir, data.QuestionsFile)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, q)
+	}
+	if diff := cmp.Diff(qs, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+	// Stopping early is fine; a corpus is not a questions file.
+	for range QuestionsFile(filepath.Join(dir, data.QuestionsFile)) {
+		break
+	}
+	for _, err := range QuestionsFile(filepath.Join(dir, data.CorpusFile)) {
+		if err == nil || !strings.Contains(err.Error(), "not questions") {
+			t.Errorf("corpus as questions: %v", err)
+		}
+	}
+	for _, err := range QuestionsFile(filepath.Join(dir, "none.parquet")) {
+		if !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("missing file: %v", err)
+		}
+	}
+}
+
+// TestRunSample runs the built-in roles over the bundled sample and its
+// BM25 index, as `distill rollout` does with no flags.
+func TestRunSample(t *testing.T) {
+	w := synth.Sample()
+	x := sampleIndex(t, w)
+	out := t.TempDir()
+	roles := rollout.Roles{Judge: rollout.LexicalJudge{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x}
+	sum, err := Run(context.Background(), Options{Questions: Slice(w.Questions), Roles: roles, Out: out, Workers: 4, CheckpointQuestions: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := checkOutput(t, out, ids(w.Questions))
+	if sum.Counts.Output.Failed != 0 || sum.Counts.Output.Parts != 4 {
+		t.Errorf("counts %+v", sum.Counts.Output)
+	}
+	// Provenance: every evidence sentence is one of its document's.
+	corpus := map[string]data.Passage{}
+	for _, p := range w.Passages {
+		corpus[p.ID] = p
+	}
+	for id, states := range by {
+		for _, e := range states[len(states)-1].Evidence {
+			p, ok := corpus[e.DocID]
+			if !ok || p.Title != e.Title || !strings.Contains(p.Text, e.Text) {
+				t.Fatalf("question %s: evidence %+v is not in the corpus", id, e)
+			}
+		}
+	}
+	if len(sum.Roles.Judge.Seen) != 1 || sum.Roles.Judge.Seen[0].Model != rollout.LexicalJudgeName || sum.Roles.Judge.Seen[0].Template == "" {
+		t.Errorf("judge seen %+v", sum.Roles.Judge.Seen)
+	}
+	t.Logf("sample: %d questions, %d states, rounds %v, %.0f questions/s", sum.Counts.Output.Questions, sum.Counts.Output.States, sum.Counts.Output.Rounds, sum.QuestionsPerSecond)
+}
+
+func sampleIndex(tb testing.TB, w *synth.World) *bm25.Index {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "idx")
+	if _, err := bm25.Build(context.Background(), dir, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
+		tb.Fatal(err)
+	}
+	x, err := bm25.Open(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { x.Close() })
+	return x
+}
+
+func TestReportJSONRoundTrip(t *testing.T) {
+	r := Report{Status: StatusDone, Counts: Counts{Output: OutputCounts{Rounds: map[int]int{1: 2, 4: 1}}}}
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Report
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(r, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	if strings.Contains(string(b), "finished_at") {
+		t.Errorf("zero finished_at written: %s", b)
+	}
+}
