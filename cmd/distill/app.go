@@ -34,6 +34,7 @@ func commands() []*cli.Command {
 		trainCommand(),
 		benchCommand(),
 		versionCommand(),
+		fakeLLMCommand(),
 	}
 }
 

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/rollout/llm/llmtest"
+)
+
+// fakeLLMCommand serves the fault-injecting OpenAI-compatible test server on
+// loopback until interrupted, so that rollouts (and later label and bench)
+// can be tried against latency and failures without a model. It is hidden
+// from --help: a tool for testing distill, not part of the pipeline.
+func fakeLLMCommand() *cli.Command {
+	return withConfig(&cli.Command{
+		Name:   "fake-llm",
+		Usage:  "serve a fault-injecting OpenAI-compatible server on loopback (for tests and benchmarks)",
+		Hidden: true,
+		Description: `Serves /v1/chat/completions and /v1/embeddings on a loopback port and prints its
+base URL. Chat requests with a JSON schema get a minimal schema-valid answer; others
+get "OK". Faults are drawn per request from the seeded rates. Runs until interrupted.`,
+		Flags: []cli.Flag{
+			&cli.DurationFlag{Name: "latency", Usage: "delay of every answer"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the fault draws"},
+			&cli.Float64Flag{Name: "rate-limited", Usage: "share of requests answered 429 with Retry-After"},
+			&cli.DurationFlag{Name: "retry-after", Usage: "the wait a 429 asks for (whole seconds; default 1s)"},
+			&cli.Float64Flag{Name: "server-error", Usage: "share of requests answered 500"},
+			&cli.Float64Flag{Name: "unavailable", Usage: "share of requests answered 503"},
+			&cli.Float64Flag{Name: "malformed", Usage: "share of requests answered with malformed JSON"},
+			&cli.Float64Flag{Name: "truncated", Usage: "share of requests whose body is cut short"},
+			&cli.Float64Flag{Name: "hang", Usage: "share of requests never answered (until the client gives up)"},
+			&cli.BoolFlag{Name: "no-json-schema", Usage: "refuse response_format json_schema with 400, as some servers do"},
+			&cli.StringFlag{Name: "api-key", Usage: "require this bearer key (401 otherwise)"},
+		},
+		Action: func(c *cli.Context) error {
+			opts := llmtest.Options{
+				Latency: c.Duration("latency"), Seed: c.Uint64("seed"), RetryAfter: c.Duration("retry-after"),
+				RateLimited: c.Float64("rate-limited"), ServerError: c.Float64("server-error"),
+				Unavailable: c.Float64("unavailable"), Malformed: c.Float64("malformed"),
+				Truncated: c.Float64("truncated"), Hang: c.Float64("hang"),
+				NoJSONSchema: c.Bool("no-json-schema"), APIKey: c.String("api-key"),
+			}
+			sum := opts.RateLimited + opts.ServerError + opts.Unavailable + opts.Malformed + opts.Truncated + opts.Hang
+			if sum < 0 || sum > 1 {
+				return usageErrorf("fake-llm: fault rates add up to %g, want 0 to 1", sum)
+			}
+			srv := llmtest.NewServer(opts)
+			defer srv.Close()
+			if _, err := fmt.Fprintln(c.App.Writer, srv.URL()); err != nil {
+				return err
+			}
+			loggerFrom(c).Info("fake OpenAI-compatible server running; interrupt to stop", "base_url", srv.URL())
+			<-c.Context.Done()
+			counts := srv.Counts()
+			loggerFrom(c).Info("fake server stopped", "counts", fmt.Sprintf("%+v", counts))
+			return nil
+		},
+	})
+}
