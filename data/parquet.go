@@ -79,6 +79,19 @@ func (w *ParquetWriter[T]) Write(rows []T) error {
 	return nil
 }
 
+// Flush writes out the rows buffered so far as a row group, so that memory
+// holds no more than what was written since the last Flush. Long-running
+// writers call it at their checkpoints.
+func (w *ParquetWriter[T]) Flush() error {
+	if w.done {
+		return fmt.Errorf("flush %s: %w", w.path, os.ErrClosed)
+	}
+	if err := w.w.Flush(); err != nil {
+		return fmt.Errorf("flush %s: %w", w.path, err)
+	}
+	return nil
+}
+
 // Rows returns the number of rows written so far.
 func (w *ParquetWriter[T]) Rows() int64 { return w.rows }
 

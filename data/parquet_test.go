@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -325,4 +326,36 @@ func openFooter(t *testing.T, path string) *parquet.File {
 		t.Fatal(err)
 	}
 	return pf
+}
+
+func TestParquetFlush(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "q.parquet")
+	w, err := CreateParquet[Question](path, KindQuestions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Question
+	for i := range 3 {
+		q := Question{ID: fmt.Sprint("q", i), Text: "why?", Answers: []string{"because"}, Dataset: "x"}
+		want = append(want, q)
+		if err := w.Write([]Question{q}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("Flush after Close: got %v, want os.ErrClosed", err)
+	}
+	got, err := ReadParquet[Question](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
 }

@@ -533,10 +533,14 @@ func (r *run) record(res result) error {
 	return nil
 }
 
-// commit commits the current part, if one is open.
+// commit commits the current part, if one is open, and writes out the rows
+// trajectories.parquet buffers, so memory stays flat between checkpoints.
 func (r *run) commit() error {
 	name, questions, rows, err := r.pw.commit()
 	if err != nil || name == "" {
+		return err
+	}
+	if err := r.out.Flush(); err != nil {
 		return err
 	}
 	r.prog.Parts++
