@@ -85,6 +85,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.IntFlag{Name: "max-concurrent", Usage: "most requests in flight per LLM role (0: no limit)"},
 			&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per LLM role (0: none)"},
 			&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per LLM role (0: none)"},
+			&cli.StringSliceFlag{Name: "price", Usage: "cost of a model for run.json, `MODEL=INPUT:OUTPUT` in USD per million tokens (repeatable; known OpenAI models are priced already)"},
 			&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)"},
 			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
@@ -257,6 +258,14 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 			return w, usageErrorf("rollout: --%s-model and --%s-base-url are for --%s llm, not %s", role, role, role, kind)
 		}
 	}
+	prices := llm.DefaultPrices()
+	for _, p := range c.StringSlice("price") {
+		model, price, err := llm.ParsePrice(p)
+		if err != nil {
+			return w, usageErrorf("rollout: --price: %w", err)
+		}
+		prices[model] = price
+	}
 	var meters []*llm.Meter
 	stack := func(role string) (llm.Chatter, string, error) {
 		model, baseURL := c.String(role+"-model"), c.String(role+"-base-url")
@@ -270,6 +279,7 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 		}
 		meter, err := llm.Stack(client, llm.StackOptions{
 			CacheDir: c.Path("cache"),
+			Prices:   prices,
 			Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"),
 				RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")},
 			Logger: loggerFrom(c),

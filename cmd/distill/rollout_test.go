@@ -120,6 +120,7 @@ func TestRolloutUsageErrors(t *testing.T) {
 		{"judge llm without model", []string{"--judge", "llm"}, "--judge llm needs --judge-model"},
 		{"extractor llm without model", []string{"--extractor", "llm"}, "--extractor llm needs --extractor-model"},
 		{"reader llm without model", []string{"--reader", "llm"}, "--reader llm needs --reader-model"},
+		{"bad price", []string{"--judge", "llm", "--judge-model", "m", "--price", "m=1"}, "--price: price \"m=1\": want MODEL=INPUT:OUTPUT"},
 		{"unknown judge", []string{"--judge", "oracle"}, `unknown --judge "oracle" (want lexical, never, always, llm)`},
 		{"unknown extractor", []string{"--extractor", "never"}, `unknown --extractor "never"`},
 		{"model without llm", []string{"--judge-model", "gpt-4o-mini"}, "--judge-model and --judge-base-url are for --judge llm, not lexical"},
@@ -335,7 +336,8 @@ func TestRolloutLLMRolesWithFaults(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
 	out := filepath.Join(t.TempDir(), "run")
-	args := []string{"--quiet", "rollout", "--dataset", "sample", "--limit", "20", "--workers", "8", "--out", out, "--max-rounds", "2"}
+	args := []string{"--quiet", "rollout", "--dataset", "sample", "--limit", "20", "--workers", "8", "--out", out, "--max-rounds", "2",
+		"--price", "test-judge=1000:2000"}
 	for _, role := range []string{"judge", "extractor", "reader"} {
 		args = append(args, "--"+role, "llm", "--"+role+"-model", "test-"+role, "--"+role+"-base-url", srv.URL())
 	}
@@ -359,9 +361,10 @@ func TestRolloutLLMRolesWithFaults(t *testing.T) {
 	}
 	var report struct {
 		Usage []struct {
-			Role     string `json:"role"`
-			Requests int64  `json:"requests"`
-			Retries  int64  `json:"retries"`
+			Role     string  `json:"role"`
+			Requests int64   `json:"requests"`
+			Retries  int64   `json:"retries"`
+			CostUSD  float64 `json:"cost_usd"`
 		} `json:"usage"`
 	}
 	if err := json.Unmarshal(raw, &report); err != nil {
@@ -371,6 +374,9 @@ func TestRolloutLLMRolesWithFaults(t *testing.T) {
 	for _, u := range report.Usage {
 		requests += u.Requests
 		retries += u.Retries
+		if (u.Role == "judge") != (u.CostUSD > 0) {
+			t.Errorf("role %s costs $%v: want a cost for the judge only (--price test-judge=...)", u.Role, u.CostUSD)
+		}
 	}
 	if len(report.Usage) != 3 || requests == 0 || retries == 0 {
 		t.Errorf("run.json usage %+v: want three roles with requests and retries", report.Usage)

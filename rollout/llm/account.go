@@ -3,7 +3,9 @@ package llm
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -165,4 +167,22 @@ func (m *Meter) Snapshot() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.s
+}
+
+// ParsePrice reads a price override written "MODEL=INPUT:OUTPUT", in USD per
+// million prompt and completion tokens (for example "gpt-4o-mini=0.15:0.6"; not a comma, which flag lists split on).
+func ParsePrice(s string) (model string, p Price, err error) {
+	model, rest, ok := strings.Cut(s, "=")
+	model = strings.TrimSpace(model)
+	in, out, ok2 := strings.Cut(rest, ":")
+	if !ok || !ok2 || model == "" {
+		return "", Price{}, fmt.Errorf("price %q: want MODEL=INPUT:OUTPUT (USD per million tokens)", s)
+	}
+	if p.Input, err = strconv.ParseFloat(strings.TrimSpace(in), 64); err != nil || p.Input < 0 {
+		return "", Price{}, fmt.Errorf("price %q: input price %q is not a non-negative number", s, in)
+	}
+	if p.Output, err = strconv.ParseFloat(strings.TrimSpace(out), 64); err != nil || p.Output < 0 {
+		return "", Price{}, fmt.Errorf("price %q: output price %q is not a non-negative number", s, out)
+	}
+	return model, p, nil
 }

@@ -148,3 +148,31 @@ func TestStack(t *testing.T) {
 		t.Errorf("cost %v role %q, want positive and judge", st.CostUSD, st.Role)
 	}
 }
+
+func TestParsePrice(t *testing.T) {
+	tests := []struct {
+		in        string
+		model     string
+		price     Price
+		wantError bool
+	}{
+		{"gpt-4o-mini=0.15:0.6", "gpt-4o-mini", Price{Input: 0.15, Output: 0.6}, false},
+		{" llama3:8b = 0 : 0 ", "llama3:8b", Price{}, false},
+		{"gpt-4o-mini", "", Price{}, true},
+		{"=1:2", "", Price{}, true},
+		{"m=1", "", Price{}, true},
+		{"m=a:2", "", Price{}, true},
+		{"m=1:-2", "", Price{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			model, price, err := ParsePrice(tc.in)
+			if (err != nil) != tc.wantError {
+				t.Fatalf("ParsePrice(%q) error %v, want error: %v", tc.in, err, tc.wantError)
+			}
+			if model != tc.model || price != tc.price {
+				t.Errorf("ParsePrice(%q) = %q, %+v; want %q, %+v", tc.in, model, price, tc.model, tc.price)
+			}
+		})
+	}
+}
