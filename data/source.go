@@ -152,3 +152,35 @@ func writeAll[T any](path string, kind Kind, rows []T) error {
 	}
 	return w.Close()
 }
+
+// ReadWithContext reads a whole question file into memory with the corpus
+// of its context paragraphs (each unique paragraph once, in order of first
+// appearance). It is for small files (slices for tests, examples and quick
+// experiments); Import streams large ones to parquet instead. The first bad
+// record is an error.
+func ReadWithContext(path string, format QuestionFormat, opts ...QuestionOption) ([]Question, []Passage, error) {
+	r, err := OpenQuestions(path, format, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer r.Close()
+	var qs []Question
+	var ps []Passage
+	seen := make(map[string]bool)
+	for {
+		ex, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return qs, ps, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		qs = append(qs, ex.Question)
+		for _, p := range ex.Context {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				ps = append(ps, p)
+			}
+		}
+	}
+}

@@ -121,3 +121,46 @@ func TestWriteDataset(t *testing.T) {
 		t.Errorf("after the last passage: got %v, want io.EOF", err)
 	}
 }
+
+func TestReadWithContext(t *testing.T) {
+	qs, ps, err := ReadWithContext(filepath.Join("testdata", "hotpotqa.json"), QuestionsHotpotQA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := OpenQuestions(filepath.Join("testdata", "hotpotqa.json"), QuestionsHotpotQA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var wantQ []Question
+	wantP := map[string]bool{}
+	for {
+		ex, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantQ = append(wantQ, ex.Question)
+		for _, p := range ex.Context {
+			wantP[p.ID] = true
+		}
+	}
+	if diff := cmp.Diff(wantQ, qs); diff != "" {
+		t.Errorf("questions (-want +got):\n%s", diff)
+	}
+	gotP := map[string]bool{}
+	for _, p := range ps {
+		if gotP[p.ID] {
+			t.Errorf("passage %s twice", p.ID)
+		}
+		gotP[p.ID] = true
+	}
+	if diff := cmp.Diff(wantP, gotP); diff != "" {
+		t.Errorf("passage ids (-want +got):\n%s", diff)
+	}
+	if _, _, err := ReadWithContext(filepath.Join("testdata", "hotpotqa_broken.json"), QuestionsHotpotQA); err == nil {
+		t.Error("broken file: got nil error")
+	}
+}

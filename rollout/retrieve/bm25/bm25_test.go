@@ -573,29 +573,9 @@ func TestHotpotQARetrieval(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("shared HotpotQA slice not found at %s (it sits beside the repository): %v", path, err)
 	}
-	r, err := data.OpenQuestions(path, data.QuestionsHotpotQA)
+	qs, ps, err := data.ReadWithContext(path, data.QuestionsHotpotQA)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer r.Close()
-	var qs []data.Question
-	var ps []data.Passage
-	seen := map[string]bool{}
-	for {
-		ex, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		qs = append(qs, ex.Question)
-		for _, p := range ex.Context {
-			if !seen[p.ID] {
-				seen[p.ID] = true
-				ps = append(ps, p)
-			}
-		}
 	}
 	x := buildAndOpen(t, ps, BuildOptions{})
 	all, any := 0, 0
