@@ -25,17 +25,7 @@ type StackOptions struct {
 // and returns the outer Meter, whose Snapshot gives the role's usage. See
 // the package documentation for why this order.
 func Stack(c *Client, opts StackOptions) (*Meter, error) {
-	lim := opts.Limiter
-	if lim == nil {
-		lim = NewLimiter(opts.Limits)
-	}
-	ro := opts.Retry
-	if ro.Role == "" {
-		ro.Role = c.Role()
-	}
-	if ro.Logger == nil {
-		ro.Logger = opts.Logger
-	}
+	lim, ro := opts.limitAndRetry(c)
 	var ch Chatter = Retry(lim.Chatter(c), ro)
 	if opts.CacheDir != "" {
 		var err error
@@ -50,6 +40,13 @@ func Stack(c *Client, opts StackOptions) (*Meter, error) {
 // StackEmbedder wraps c's embeddings in Retry(Limit(c)) with the same
 // options (the cache and accounting are for chat only).
 func StackEmbedder(c *Client, opts StackOptions) Embedder {
+	lim, ro := opts.limitAndRetry(c)
+	return RetryEmbedder(lim.Embedder(c), ro)
+}
+
+// limitAndRetry returns the limiter and retry options of a stack around c,
+// with the client's role and the stack's logger filled in.
+func (opts StackOptions) limitAndRetry(c *Client) (*Limiter, RetryOptions) {
 	lim := opts.Limiter
 	if lim == nil {
 		lim = NewLimiter(opts.Limits)
@@ -61,5 +58,5 @@ func StackEmbedder(c *Client, opts StackOptions) Embedder {
 	if ro.Logger == nil {
 		ro.Logger = opts.Logger
 	}
-	return RetryEmbedder(lim.Embedder(c), ro)
+	return lim, ro
 }
