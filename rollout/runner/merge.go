@@ -110,7 +110,7 @@ func merge(ctx context.Context, out string, inputs []string, reports []Report) (
 		in := reports[i]
 		before := t.c
 		src := t.source(dir)
-		err := eachRows(ctx, filepath.Join(dir, TrajectoriesFile), func(rows []data.State) error {
+		err := data.EachRow(ctx, filepath.Join(dir, TrajectoriesFile), data.KindTrajectories, func(rows []data.State) error {
 			for j := range rows {
 				if err := t.add(src, &rows[j]); err != nil {
 					return err

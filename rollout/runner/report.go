@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/llm"
 )
@@ -230,38 +231,7 @@ func writeReport(dir string, r Report) error {
 	if err != nil {
 		return fmt.Errorf("write run report: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, ReportFile), append(b, '\n'))
-}
-
-// writeFileAtomic writes b to a temporary file beside path, syncs it and
-// renames it into place.
-func writeFileAtomic(path string, b []byte) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tmpMarker+"*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err = f.Chmod(0o644); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return data.WriteFileAtomic(filepath.Join(dir, ReportFile), append(b, '\n'))
 }
 
 // ErrMismatch is the cause of errors about runs that cannot be continued or

@@ -135,7 +135,7 @@ type run struct {
 	fresh, created bool
 	// todo holds the ids of the questions this invocation runs.
 	todo map[string]struct{}
-	pw   partWriter
+	pw   *data.PartWriter[data.State]
 	prog Progress
 	// prevUsage is the usage that earlier invocations recorded.
 	prevUsage []llm.Stats
@@ -181,7 +181,7 @@ func newRun(o Options) (*run, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &run{opts: o, log: log, parts: filepath.Join(o.Out, PartsDir)}
-	r.pw.dir = r.parts
+	r.pw = data.NewPartWriter[data.State](r.parts, data.KindTrajectories, 0)
 	r.report = Report{
 		Status:  StatusRunning,
 		Version: o.Info.Version,
@@ -284,7 +284,7 @@ func (r *run) prepare() error {
 		return fmt.Errorf("output directory: %w", err)
 	}
 	for _, dir := range []string{out, r.parts} {
-		removed, err := removeTemps(dir)
+		removed, err := data.RemoveTemps(dir)
 		if err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ func (r *run) prepare() error {
 // openOutput starts trajectories.parquet with the rows of the parts that
 // earlier invocations wrote, in order, counting them.
 func (r *run) openOutput(ctx context.Context) error {
-	parts, err := listParts(r.parts)
+	parts, err := data.ListParts(r.parts)
 	if err != nil {
 		return err
 	}
@@ -308,8 +308,8 @@ func (r *run) openOutput(ctx context.Context) error {
 	}
 	r.out, r.tally = w, newTally()
 	for _, p := range parts {
-		src := r.tally.source(filepath.Join(PartsDir, filepath.Base(p.path)))
-		err := eachRows(ctx, p.path, func(rows []data.State) error {
+		src := r.tally.source(filepath.Join(PartsDir, filepath.Base(p.Path)))
+		err := data.EachRow(ctx, p.Path, data.KindTrajectories, func(rows []data.State) error {
 			for i := range rows {
 				if err := r.tally.add(src, &rows[i]); err != nil {
 					return err
@@ -325,7 +325,7 @@ func (r *run) openOutput(ctx context.Context) error {
 		}
 	}
 	if len(parts) > 0 {
-		r.pw.next = parts[len(parts)-1].n + 1
+		r.pw = data.NewPartWriter[data.State](r.parts, data.KindTrajectories, parts[len(parts)-1].N+1)
 	}
 	r.prog.Parts = len(parts)
 	return nil
@@ -460,7 +460,7 @@ func (r *run) runOne(ctx context.Context, q data.Question, results chan<- result
 // CheckpointInterval, and when results is closed. It returns when results
 // is closed or a write fails.
 func (r *run) write(results <-chan result) error {
-	defer r.pw.abort() // an uncommitted part of a failed run is dropped
+	defer r.pw.Abort() // an uncommitted part of a failed run is dropped
 	var (
 		timer    *time.Timer
 		deadline <-chan time.Time // nil while no part is open
@@ -482,7 +482,7 @@ func (r *run) write(results <-chan result) error {
 				r.progress()
 				return nil
 			}
-			opening := !r.pw.open()
+			opening := !r.pw.Open()
 			if err := r.record(res); err != nil {
 				return err
 			}
@@ -490,7 +490,7 @@ func (r *run) write(results <-chan result) error {
 				timer = time.NewTimer(r.opts.CheckpointInterval)
 				deadline = timer.C
 			}
-			if r.pw.questions >= r.opts.CheckpointQuestions {
+			if r.pw.Units() >= r.opts.CheckpointQuestions {
 				if err := commit(); err != nil {
 					return err
 				}
@@ -509,10 +509,10 @@ func (r *run) write(results <-chan result) error {
 // record writes one question's rows to the current part (starting one if
 // needed) and to trajectories.parquet, and counts them.
 func (r *run) record(res result) error {
-	if !r.pw.open() {
-		r.src = r.tally.source(filepath.Join(PartsDir, partName(r.pw.next)))
+	if !r.pw.Open() {
+		r.src = r.tally.source(filepath.Join(PartsDir, data.PartName(r.pw.Next())))
 	}
-	if err := r.pw.write(res.states); err != nil {
+	if err := r.pw.Write(res.states); err != nil {
 		return err
 	}
 	for i := range res.states {
@@ -536,7 +536,7 @@ func (r *run) record(res result) error {
 // commit commits the current part, if one is open, and writes out the rows
 // trajectories.parquet buffers, so memory stays flat between checkpoints.
 func (r *run) commit() error {
-	name, questions, rows, err := r.pw.commit()
+	name, questions, rows, err := r.pw.Commit()
 	if err != nil || name == "" {
 		return err
 	}

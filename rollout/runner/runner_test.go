@@ -293,7 +293,7 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 			}
 			written := 0
 			for _, p := range mustParts(t, out) {
-				readIDs(p.path, func(string) { written++ })
+				readIDs(p.Path, func(string) { written++ })
 			}
 			// A leftover of a write a kill interrupted.
 			os.WriteFile(filepath.Join(out, PartsDir, ".part-00099.parquet.tmp-123"), []byte("PAR1 half"), 0o644)
@@ -312,7 +312,7 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 				t.Errorf("stop after %d: already done %d with no part written", stopAfter, sum.Counts.AlreadyDone)
 			}
 			for _, name := range partFiles(t, out) {
-				if strings.Contains(name, tmpMarker) {
+				if strings.Contains(name, data.TmpMarker) {
 					t.Errorf("leftover %s not removed", name)
 				}
 			}
@@ -320,9 +320,9 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 	}
 }
 
-func mustParts(t *testing.T, out string) []part {
+func mustParts(t *testing.T, out string) []data.Part {
 	t.Helper()
-	parts, err := listParts(filepath.Join(out, PartsDir))
+	parts, err := data.ListParts(filepath.Join(out, PartsDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,12 +347,12 @@ func TestRunResumeAfterKill(t *testing.T) {
 			os.MkdirAll(filepath.Join(out, PartsDir), 0o755)
 			keptIDs := map[string]bool{}
 			for _, p := range parts[:keep] {
-				b, _ := os.ReadFile(p.path)
-				os.WriteFile(filepath.Join(out, PartsDir, filepath.Base(p.path)), b, 0o644)
-				readIDs(p.path, func(id string) { keptIDs[id] = true })
+				b, _ := os.ReadFile(p.Path)
+				os.WriteFile(filepath.Join(out, PartsDir, filepath.Base(p.Path)), b, 0o644)
+				readIDs(p.Path, func(id string) { keptIDs[id] = true })
 			}
 			kept := len(keptIDs)
-			os.WriteFile(filepath.Join(out, PartsDir, "."+partName(keep)+".tmp-999"), []byte("PAR1 torn"), 0o644)
+			os.WriteFile(filepath.Join(out, PartsDir, "."+data.PartName(keep)+".tmp-999"), []byte("PAR1 torn"), 0o644)
 			os.WriteFile(filepath.Join(out, "."+TrajectoriesFile+".tmp-1"), []byte("PAR1 torn"), 0o644)
 			rep, _ := ReadReport(full)
 			rep.Status = StatusRunning
@@ -374,7 +374,7 @@ func TestRunResumeAfterKill(t *testing.T) {
 			if len(by) != len(qs) {
 				t.Errorf("%d questions", len(by))
 			}
-			if names := partFiles(t, out); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, tmpMarker) }) {
+			if names := partFiles(t, out); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, data.TmpMarker) }) {
 				t.Errorf("leftovers in parts: %v", names)
 			}
 		})

@@ -1,0 +1,233 @@
+package data
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Checkpointed output. A long job (a rollout, a labelling run) appends its
+// rows to numbered part files, DIR/part-NNNNN.parquet, numbered from 0 in
+// the order they were written, each holding whole units of work (the rows
+// of whole questions, whole states). A part is written to a temporary name
+// (CreateParquet: ".part-NNNNN.parquet.tmp-*") and renamed into place once
+// synced, so a part that exists is complete: a kill at any moment loses at
+// most the part being written and leaves at most a temporary file, which
+// RemoveTemps removes when the job resumes.
+
+// TmpMarker is in the name of every temporary file that CreateParquet and
+// WriteFileAtomic create: "." + name + ".tmp-" + random.
+const TmpMarker = ".tmp-"
+
+const (
+	partPrefix = "part-"
+	partSuffix = ".parquet"
+)
+
+// PartName returns the file name of part n.
+func PartName(n int) string { return fmt.Sprintf("%s%05d%s", partPrefix, n, partSuffix) }
+
+// Part is one committed part file.
+type Part struct {
+	N    int
+	Path string
+}
+
+// ListParts returns the parts in dir, in order; none when dir does not exist.
+func ListParts(dir string) ([]Part, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list parts: %w", err)
+	}
+	var parts []Part
+	for _, e := range entries {
+		num, ok := strings.CutPrefix(e.Name(), partPrefix)
+		num, ok2 := strings.CutSuffix(num, partSuffix)
+		if !ok || !ok2 || !e.Type().IsRegular() {
+			continue
+		}
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 {
+			continue
+		}
+		parts = append(parts, Part{N: n, Path: filepath.Join(dir, e.Name())})
+	}
+	slices.SortFunc(parts, func(a, b Part) int { return a.N - b.N })
+	return parts, nil
+}
+
+// RemoveTemps removes the temporary files that interrupted writes left in
+// dir and returns their names.
+func RemoveTemps(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("clean %s: %w", dir, err)
+	}
+	var removed []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), ".") || !strings.Contains(e.Name(), TmpMarker) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return removed, fmt.Errorf("clean %s: %w", dir, err)
+		}
+		removed = append(removed, e.Name())
+	}
+	return removed, nil
+}
+
+// EachRow calls fn with the rows of a parquet file of the given kind, in
+// order, a batch at a time; fn must not keep the slice. It stops at the
+// first error of fn or of the reading, and when ctx ends.
+func EachRow[T any](ctx context.Context, path string, kind Kind, fn func([]T) error) error {
+	got, err := ParquetKind(path)
+	if err != nil {
+		return err
+	}
+	if got != kind {
+		return fmt.Errorf("%s holds %s, not %s", path, got, kind)
+	}
+	r, err := OpenParquet[T](path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf := make([]T, 256)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		clear(buf)
+		n, err := r.Read(buf)
+		if n > 0 {
+			if ferr := fn(buf[:n]); ferr != nil {
+				return ferr
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("read %s: no progress", path)
+		}
+	}
+}
+
+// PartWriter writes units of rows into the current part of a directory and
+// commits it. It is not safe for concurrent use: one goroutine owns it.
+type PartWriter[T any] struct {
+	dir  string
+	kind Kind
+	next int // number of the next part
+	w    *ParquetWriter[T]
+	// units and rows in the current part
+	units int
+	rows  int64
+}
+
+// NewPartWriter returns a writer of parts of the given kind in dir, the
+// first it writes being number next (one past the last of ListParts).
+func NewPartWriter[T any](dir string, kind Kind, next int) *PartWriter[T] {
+	return &PartWriter[T]{dir: dir, kind: kind, next: next}
+}
+
+// Open reports whether a part is being written.
+func (p *PartWriter[T]) Open() bool { return p.w != nil }
+
+// Next returns the number of the part being written, or of the next one.
+func (p *PartWriter[T]) Next() int { return p.next }
+
+// Units returns the number of units in the current part.
+func (p *PartWriter[T]) Units() int { return p.units }
+
+// Write adds the rows of one unit to the current part, starting one if
+// none is open.
+func (p *PartWriter[T]) Write(rows []T) error {
+	if p.w == nil {
+		w, err := CreateParquet[T](filepath.Join(p.dir, PartName(p.next)), p.kind)
+		if err != nil {
+			return err
+		}
+		p.w = w
+	}
+	if err := p.w.Write(rows); err != nil {
+		return err
+	}
+	p.units++
+	p.rows += int64(len(rows))
+	return nil
+}
+
+// Commit closes the current part, which renames it into place, and returns
+// its name and size; it does nothing when no part is open.
+func (p *PartWriter[T]) Commit() (name string, units int, rows int64, err error) {
+	if p.w == nil {
+		return "", 0, 0, nil
+	}
+	w := p.w
+	p.w = nil
+	units, rows = p.units, p.rows
+	p.units, p.rows = 0, 0
+	if err := w.Close(); err != nil {
+		return "", 0, 0, err
+	}
+	name = PartName(p.next)
+	p.next++
+	return name, units, rows, nil
+}
+
+// Abort drops the current part, if any.
+func (p *PartWriter[T]) Abort() {
+	if p.w != nil {
+		p.w.Abort()
+		p.w = nil
+		p.units, p.rows = 0, 0
+	}
+}
+
+// WriteFileAtomic writes b to a temporary file beside path, syncs it and
+// renames it into place.
+func WriteFileAtomic(path string, b []byte) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+TmpMarker+"*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(b); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Chmod(0o644); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
