@@ -310,8 +310,10 @@ func ShowParquet(w io.Writer, path string, n int) error {
 		return showRows[Passage](w, path, n)
 	case KindTrajectories:
 		return showRows[State](w, path, n)
+	case KindLabels:
+		return showRows[Label](w, path, n)
 	}
-	return fmt.Errorf("%s: unknown parquet kind %q (known: %s)", path, kind, joinNames([]Kind{KindQuestions, KindCorpus, KindTrajectories}))
+	return fmt.Errorf("%s: unknown parquet kind %q (known: %s)", path, kind, joinNames([]Kind{KindQuestions, KindCorpus, KindTrajectories, KindLabels}))
 }
 
 func showRows[T any](w io.Writer, path string, limit int) error {

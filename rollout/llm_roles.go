@@ -129,6 +129,11 @@ var (
 	extractorSchema = mustSchema[extractReply]("evidence_pointers")
 )
 
+// JudgeSchema returns the strict JSON Schema of the judge's answer, the one
+// the LLM judge asks for; a teacher that answers in the judge's schema asks
+// for it too.
+func JudgeSchema() llm.Schema { return judgeSchema }
+
 // mustSchema makes the schema of a reply type of this file; it cannot fail
 // for them, which the tests confirm.
 func mustSchema[T any](name string) llm.Schema {

@@ -25,6 +25,7 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2   // bad flags, arguments or config, and commands not implemented yet
+	exitIncomplete  = 3   // a job stopped cleanly before its end (a budget reached); it can be resumed
 	exitInterrupted = 130 // SIGINT or SIGTERM, as shells report 128+SIGINT
 )
 

@@ -16,10 +16,6 @@ const (
 	issueBench = "6: distill bench, the judge evaluated inside the full loop"
 )
 
-func labelCommand() *cli.Command {
-	return pendingCommand("label", "have a teacher model label the recorded states", issueLabel)
-}
-
 func filterCommand() *cli.Command {
 	return pendingCommand("filter", "keep the teacher labels that agree with retrieval truth", issueLabel)
 }

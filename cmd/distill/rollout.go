@@ -57,7 +57,7 @@ key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY (servers such as vLLM or Ollam
 none). Requests are retried on 429, 5xx and timeouts, limited by --max-concurrent,
 --requests-per-minute and --tokens-per-minute, and cached in --cache DIR when given;
 run.json records each role's requests, tokens and cost.`,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
 			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
 			&cli.PathFlag{Name: "index", Usage: "index `DIR` built by distill index (default with --dataset sample: a temporary index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
@@ -81,15 +81,9 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.IntFlag{Name: "max-evidence", Value: rollout.DefaultMaxEvidence, Usage: "most sentences the extractor keeps per round (K)"},
 			&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
 			&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
-			&cli.PathFlag{Name: "cache", Usage: "keep model responses in `DIR` and replay them on reruns (LLM roles)", EnvVars: []string{"DISTILL_CACHE"}},
-			&cli.IntFlag{Name: "max-concurrent", Usage: "most requests in flight per LLM role (0: no limit)"},
-			&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per LLM role (0: none)"},
-			&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per LLM role (0: none)"},
-			&cli.StringSliceFlag{Name: "price", Usage: "cost of a model for run.json, `MODEL=INPUT:OUTPUT` in USD per million tokens (repeatable; known OpenAI models are priced already)"},
-			&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)"},
 			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
-		},
+		}, modelFlags()...),
 		Action: rolloutAction,
 	})
 }
@@ -235,9 +229,6 @@ type wiredRoles struct {
 	usage func() []llm.Stats
 }
 
-// defaultBaseURL is where an LLM role goes without --<role>-base-url.
-const defaultBaseURL = "https://api.openai.com/v1"
-
 // newRoles builds the roles that --judge, --extractor and --reader name.
 // It is the one place where roles are wired: an "llm" role gets its own
 // model client stack (limits, retries, cache, accounting) whose Meter feeds
@@ -258,34 +249,20 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 			return w, usageErrorf("rollout: --%s-model and --%s-base-url are for --%s llm, not %s", role, role, role, kind)
 		}
 	}
-	prices := llm.DefaultPrices()
-	for _, p := range c.StringSlice("price") {
-		model, price, err := llm.ParsePrice(p)
-		if err != nil {
-			return w, usageErrorf("rollout: --price: %w", err)
-		}
-		prices[model] = price
+	prices, err := priceTable(c)
+	if err != nil {
+		return w, err
 	}
 	var meters []*llm.Meter
 	stack := func(role string) (llm.Chatter, string, error) {
-		model, baseURL := c.String(role+"-model"), c.String(role+"-base-url")
-		if baseURL == "" {
-			baseURL = defaultBaseURL
-		}
-		client, err := llm.New(llm.Config{BaseURL: baseURL, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")},
-			llm.WithLogger(loggerFrom(c)))
+		model := c.String(role + "-model")
+		client, err := newModelClient(c, role, model, c.String(role+"-base-url"))
 		if err != nil {
-			return nil, "", fmt.Errorf("rollout: %s model: %w", role, err)
+			return nil, "", err
 		}
-		meter, err := llm.Stack(client, llm.StackOptions{
-			CacheDir: c.Path("cache"),
-			Prices:   prices,
-			Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"),
-				RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")},
-			Logger: loggerFrom(c),
-		})
+		meter, err := newModelStack(c, client, prices)
 		if err != nil {
-			return nil, "", fmt.Errorf("rollout: %s model: %w", role, err)
+			return nil, "", err
 		}
 		meters = append(meters, meter)
 		return meter, model, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,11 @@ func DefaultPrices() map[string]Price {
 		"text-embedding-ada-002": {Input: 0.10},
 	}
 }
+
+// PriceOf returns the price of model in prices: an exact entry, else the
+// longest key that is a prefix of model followed by "-" (a dated
+// snapshot). It reports false when the model has no price.
+func PriceOf(prices map[string]Price, model string) (Price, bool) { return priceOf(prices, model) }
 
 // priceOf finds the price of model: an exact entry, else the longest key
 // that is a prefix of model followed by "-" (a dated snapshot).
@@ -185,4 +191,27 @@ func ParsePrice(s string) (model string, p Price, err error) {
 		return "", Price{}, fmt.Errorf("price %q: output price %q is not a non-negative number", s, out)
 	}
 	return model, p, nil
+}
+
+// AddStats adds the usage in b to a, role and model by role and model
+// (entries of b that a lacks are appended), and returns a.
+func AddStats(a, b []Stats) []Stats {
+	for _, s := range b {
+		i := slices.IndexFunc(a, func(x Stats) bool { return x.Role == s.Role && x.Model == s.Model })
+		if i < 0 {
+			a = append(a, s)
+			continue
+		}
+		x := &a[i]
+		x.Requests += s.Requests
+		x.CachedHits += s.CachedHits
+		x.Retries += s.Retries
+		x.Failures += s.Failures
+		x.AuthFailures += s.AuthFailures
+		x.PromptTokens += s.PromptTokens
+		x.CompletionTokens += s.CompletionTokens
+		x.CostUSD += s.CostUSD
+		x.Unpriced += s.Unpriced
+	}
+	return a
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/distill-rag/distill/data"
@@ -128,7 +127,7 @@ func merge(ctx context.Context, out string, inputs []string, reports []Report) (
 		c.Selected += in.Counts.Selected
 		c.InputQuestions = max(c.InputQuestions, in.Counts.InputQuestions)
 		c.DuplicateIDs = max(c.DuplicateIDs, in.Counts.DuplicateIDs)
-		rep.Usage = addUsage(rep.Usage, in.Usage)
+		rep.Usage = llm.AddStats(rep.Usage, in.Usage)
 		rep.CostUSD += in.CostUSD
 		rep.WallSeconds = max(rep.WallSeconds, in.WallSeconds)
 		rep.Resumes += in.Resumes
@@ -191,26 +190,4 @@ func sameDir(a, b string) (bool, error) {
 		return false, err
 	}
 	return filepath.Clean(aa) == filepath.Clean(bb), nil
-}
-
-// addUsage adds the usage in b to a, role by role and model by model.
-func addUsage(a, b []llm.Stats) []llm.Stats {
-	for _, s := range b {
-		i := slices.IndexFunc(a, func(x llm.Stats) bool { return x.Role == s.Role && x.Model == s.Model })
-		if i < 0 {
-			a = append(a, s)
-			continue
-		}
-		x := &a[i]
-		x.Requests += s.Requests
-		x.CachedHits += s.CachedHits
-		x.Retries += s.Retries
-		x.Failures += s.Failures
-		x.AuthFailures += s.AuthFailures
-		x.PromptTokens += s.PromptTokens
-		x.CompletionTokens += s.CompletionTokens
-		x.CostUSD += s.CostUSD
-		x.Unpriced += s.Unpriced
-	}
-	return a
 }

@@ -575,7 +575,7 @@ func (r *run) stamp(ended bool) {
 	}
 	rep.Usage = slices.Clone(r.prevUsage)
 	if r.opts.Usage != nil {
-		rep.Usage = addUsage(rep.Usage, r.opts.Usage())
+		rep.Usage = llm.AddStats(rep.Usage, r.opts.Usage())
 	}
 	rep.CostUSD = 0
 	for _, s := range rep.Usage {

@@ -1,0 +1,106 @@
+package label
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// sampleRun is a rollout of the bundled sample with the built-in roles,
+// made once per test binary: its trajectories and questions.
+var sampleRun = sync.OnceValues(func() (string, error) {
+	dir, err := tempDirOutsideTests()
+	if err != nil {
+		return "", err
+	}
+	w := synth.Sample()
+	idx := filepath.Join(dir, "index")
+	ctx := context.Background()
+	if _, err := bm25.Build(ctx, idx, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
+		return "", err
+	}
+	x, err := bm25.Open(idx)
+	if err != nil {
+		return "", err
+	}
+	defer x.Close()
+	out := filepath.Join(dir, "rollout")
+	_, err = runner.Run(ctx, runner.Options{
+		Questions: runner.Slice(w.Questions),
+		Roles:     rollout.Roles{Judge: rollout.LexicalJudge{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x},
+		Loop:      rollout.Options{Policy: rollout.Fixed},
+		Out:       out,
+	})
+	return filepath.Join(out, runner.TrajectoriesFile), err
+})
+
+// trajectories returns the path of the sample rollout's trajectories and
+// the sample's questions by id.
+func trajectories(t *testing.T) (string, map[string]data.Question) {
+	t.Helper()
+	path, err := sampleRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := make(map[string]data.Question)
+	for _, q := range synth.Sample().Questions {
+		qs[q.ID] = q
+	}
+	return path, qs
+}
+
+// readLabels reads a labels file and checks that every state appears once.
+func readLabels(t *testing.T, path string) []data.Label {
+	t.Helper()
+	ls, err := data.ReadParquet[data.Label](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(map[data.StateKey]bool)
+	for _, l := range ls {
+		if seen[l.Key()] {
+			t.Errorf("state %s round %d appears twice", l.QuestionID, l.Round)
+		}
+		seen[l.Key()] = true
+	}
+	return ls
+}
+
+// stateCount counts the states (rows of questions that did not fail) of a
+// trajectories file.
+func stateCount(t *testing.T, path string) int {
+	t.Helper()
+	rows, err := data.ReadParquet[data.State](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, s := range rows {
+		if s.Failure == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// tempDirOutsideTests makes a directory that lives as long as the test
+// binary (t.TempDir would remove it after the first test).
+func tempDirOutsideTests() (string, error) {
+	return os.MkdirTemp("", "distill-label-test-")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if path, err := sampleRun(); err == nil {
+		os.RemoveAll(filepath.Dir(filepath.Dir(path)))
+	}
+	os.Exit(code)
+}

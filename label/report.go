@@ -1,0 +1,217 @@
+package label
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/rollout/llm"
+)
+
+// Statuses of a labelling run, as label.json records them.
+const (
+	// StatusRunning: the run started and has not ended, or was killed.
+	StatusRunning = "running"
+	// StatusInterrupted: the run ended early (cancelled, or a systemic
+	// error); Resume continues it.
+	StatusInterrupted = "interrupted"
+	// StatusBudget: the run stopped because its budget was spent; Resume
+	// with a larger budget continues it.
+	StatusBudget = "budget-reached"
+	// StatusDone: labels.parquet holds every selected state.
+	StatusDone = "done"
+)
+
+// Info describes a run for its label.json.
+type Info struct {
+	Version string
+	// Questions names the source of the questions (a path, "sample").
+	Questions string
+	// Teacher is the teacher's name (NameLLM, NameRetrievalTruth), Model
+	// its model, Template its template hash; BaseURL, Temperature,
+	// MaxTokens and SeedBase its settings (model teachers).
+	Teacher, Model, BaseURL, Template string
+	Temperature                       float64
+	MaxTokens, SeedBase               int
+}
+
+// Report is the content of label.json.
+type Report struct {
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	Version    string    `json:"version"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Resumes counts the invocations that continued the run.
+	Resumes     int     `json:"resumes"`
+	WallSeconds float64 `json:"wall_seconds"`
+	Config      Config  `json:"config"`
+	Counts      Counts  `json:"counts"`
+	// BudgetReached is set when this invocation stopped on its budget.
+	BudgetReached bool `json:"budget_reached,omitempty"`
+	// Batches lists the batches of a batch run.
+	Batches []BatchRecord `json:"batches,omitempty"`
+	// Usage and CostUSD add up every invocation's model usage.
+	Usage   []llm.Stats `json:"usage,omitempty"`
+	CostUSD float64     `json:"cost_usd"`
+}
+
+// Config is how a run was configured; a resumed run must match it.
+type Config struct {
+	In          string  `json:"in"`
+	Questions   string  `json:"questions"`
+	Teacher     string  `json:"teacher"`
+	Model       string  `json:"model"`
+	BaseURL     string  `json:"base_url,omitempty"`
+	Template    string  `json:"template"`
+	Samples     int     `json:"samples"`
+	Temperature float64 `json:"temperature"`
+	MaxTokens   int     `json:"max_tokens,omitempty"`
+	SeedBase    int     `json:"seed_base,omitempty"`
+	Workers     int     `json:"workers"`
+	Limit       int     `json:"limit,omitempty"`
+	BudgetUSD   float64 `json:"budget_usd,omitempty"`
+	Batch       bool    `json:"batch,omitempty"`
+}
+
+// Counts are a run's counts.
+type Counts struct {
+	// InputRows counts the rows of the input; FailedQuestionRows those
+	// recording a failed question (not states, not labelled).
+	InputRows          int `json:"input_rows"`
+	FailedQuestionRows int `json:"failed_question_rows"`
+	// Selected counts the states of the run (the first Limit);
+	// AlreadyDone those earlier invocations labelled.
+	Selected    int `json:"selected"`
+	AlreadyDone int `json:"already_done"`
+	// Run counts what this invocation labelled.
+	Run RunCounts `json:"run"`
+	// Parts counts the committed parts.
+	Parts int `json:"parts"`
+	// Output describes labels.parquet once it is written.
+	Output OutputCounts `json:"output"`
+}
+
+// RunCounts count the states an invocation labelled.
+type RunCounts struct {
+	States  int   `json:"states"`
+	Failed  int   `json:"failed"`
+	Samples int64 `json:"samples"`
+}
+
+// OutputCounts describe labels.parquet.
+type OutputCounts struct {
+	States     int   `json:"states"`
+	Samples    int64 `json:"samples"`
+	Sufficient int   `json:"sufficient"`
+	// Failed counts states with no usable sample; UnusableSamples the
+	// samples whose request failed or whose answer could not be parsed.
+	Failed           int   `json:"failed"`
+	RequestFailures  int64 `json:"request_failures"`
+	ParseFailures    int64 `json:"parse_failures"`
+	Contradictions   int   `json:"states_with_contradictions"`
+	UnanimousStates  int   `json:"unanimous_states"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	// TruthAgreement counts the states retrieval truth settles (strong
+	// positive or negative) and those where the label agrees with it.
+	TruthSettled int `json:"truth_settled"`
+	TruthAgree   int `json:"truth_agree"`
+}
+
+// tally counts the labels of an output, checking each state appears once.
+type tally struct {
+	seen map[data.StateKey]bool
+	out  OutputCounts
+}
+
+func newTally() *tally { return &tally{seen: make(map[data.StateKey]bool)} }
+
+func (t *tally) add(l *data.Label) error {
+	k := l.Key()
+	if t.seen[k] {
+		return fmt.Errorf("state %s round %d appears twice", l.QuestionID, l.Round)
+	}
+	t.seen[k] = true
+	o := &t.out
+	o.States++
+	o.Samples += int64(len(l.Samples))
+	o.PromptTokens += l.PromptTokens
+	o.CompletionTokens += l.CompletionTokens
+	if l.Failure != "" {
+		o.Failed++
+	} else if l.Sufficient {
+		o.Sufficient++
+	}
+	for _, s := range l.Samples {
+		switch {
+		case s.Error != "":
+			o.RequestFailures++
+		case s.ParseError != "":
+			o.ParseFailures++
+		}
+	}
+	if l.Contradiction {
+		o.Contradictions++
+	}
+	if l.Failure == "" && l.Agreement == 1 {
+		o.UnanimousStates++
+	}
+	if l.Failure == "" && l.TruthStrength != data.Neither.String() {
+		o.TruthSettled++
+		if l.Sufficient == (l.TruthStrength == data.StrongPositive.String()) {
+			o.TruthAgree++
+		}
+	}
+	return nil
+}
+
+// ReadReport reads DIR/label.json.
+func ReadReport(dir string) (Report, error) {
+	var r Report
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, fmt.Errorf("read %s: %w", filepath.Join(dir, ReportFile), err)
+	}
+	return r, nil
+}
+
+func writeReport(dir string, r Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write label report: %w", err)
+	}
+	return data.WriteFileAtomic(filepath.Join(dir, ReportFile), append(b, '\n'))
+}
+
+// sameLabels says how two configurations differ in what decides the labels
+// they write; nil when they do not. Workers, the budget and the batch path
+// may change between invocations.
+func sameLabels(a, b Config) error {
+	var diffs []string
+	diff := func(name string, x, y any) {
+		if x != y {
+			diffs = append(diffs, fmt.Sprintf("%s %v, now %v", name, x, y))
+		}
+	}
+	diff("input", a.In, b.In)
+	diff("teacher", a.Teacher, b.Teacher)
+	diff("model", a.Model, b.Model)
+	diff("template", a.Template, b.Template)
+	diff("samples", a.Samples, b.Samples)
+	diff("temperature", a.Temperature, b.Temperature)
+	diff("max tokens", a.MaxTokens, b.MaxTokens)
+	diff("seed base", a.SeedBase, b.SeedBase)
+	diff("limit", a.Limit, b.Limit)
+	if len(diffs) > 0 {
+		return fmt.Errorf("%w: %s", ErrMismatch, strings.Join(diffs, "; "))
+	}
+	return nil
+}
