@@ -263,7 +263,7 @@ func TestShowParquet(t *testing.T) {
 		{"first two questions", questions, 2, sampleQuestions[:2], ""},
 		{"all passages", corpus, 0, corpusFixture, ""},
 		{"more than there are", corpus, 10, corpusFixture, ""},
-		{"unknown kind", unknown, 0, nil, `unknown parquet kind "mystery" (known: questions, corpus, trajectories)`},
+		{"unknown kind", unknown, 0, nil, `unknown parquet kind "mystery" (known: questions, corpus, trajectories, labels)`},
 		{"not distill's", foreign, 0, nil, `not written by distill (no "distill.kind" metadata)`},
 	}
 	for _, tt := range tests {

@@ -255,21 +255,34 @@ func TestRunBudget(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "labels")
 	opts := llmOptions(in, out, qs, teacher, m, 1)
 	opts.Workers, opts.BudgetUSD, opts.Limit = 2, 0.01, 200
-	sum, err := Run(t.Context(), opts)
-	if !errors.Is(err, ErrBudget) {
-		t.Fatalf("run: %v, want ErrBudget", err)
+	sum, runErr := Run(t.Context(), opts)
+	if !errors.Is(runErr, ErrBudget) {
+		t.Fatalf("run: %v, want ErrBudget", runErr)
 	}
 	done := sum.Counts.Run.States
 	if done == 0 || done >= 200 || !sum.BudgetReached || sum.Status != StatusBudget {
 		t.Fatalf("budget stop after %d states, status %q", done, sum.Status)
 	}
 	// At most the states in flight (Workers) are labelled past the budget.
-	perState := m.Snapshot().CostUSD / float64(done)
-	if over := m.Snapshot().CostUSD - opts.BudgetUSD; over > float64(opts.Workers)*perState+1e-12 {
-		t.Errorf("spent $%.5f over the budget, more than %d states' worth", over, opts.Workers)
+	maxState := 0.0
+	parts, err := data.ListParts(filepath.Join(out, PartsDir))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(err.Error(), fmt.Sprintf("after %d of 200 states", done)) {
-		t.Errorf("error %q does not say how far it got", err)
+	for _, p := range parts {
+		ls, err := data.ReadParquet[data.Label](p.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			maxState = max(maxState, (float64(l.PromptTokens)*1+float64(l.CompletionTokens)*2)/1e6)
+		}
+	}
+	if over := m.Snapshot().CostUSD - opts.BudgetUSD; over > float64(opts.Workers)*maxState+1e-12 {
+		t.Errorf("spent $%.5f over the budget, more than %d states' worth ($%.5f each at most)", over, opts.Workers, maxState)
+	}
+	if !strings.Contains(runErr.Error(), fmt.Sprintf("after %d of 200 states", done)) {
+		t.Errorf("error %q does not say how far it got", runErr)
 	}
 	// Resuming with a larger budget finishes the run.
 	teacher2, m2 := llmTeacher(t, srv, 0)
