@@ -41,8 +41,6 @@ func TestPendingCommands(t *testing.T) {
 		name  string
 		issue string
 	}{
-		{"label", "4"},
-		{"filter", "4"},
 		{"train", "5"},
 		{"bench", "6"},
 	}

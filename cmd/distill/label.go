@@ -313,7 +313,7 @@ func printEstimate(c *cli.Context, e label.Estimate, opts label.Options) error {
 		{"dry run", "nothing was sent and nothing was written"},
 		{"input", fmt.Sprintf("%s: %d rows (%d of failed questions, not labelled)", opts.In, e.Counts.InputRows, e.Counts.FailedQuestionRows)},
 		{"states", fmt.Sprintf("%d selected, %d already labelled, %d to label", e.Counts.Selected, e.Counts.AlreadyDone, e.States)},
-		{"teacher", fmt.Sprintf("%s %s, %d samples per state", opts.Info.Teacher, opts.Info.Model, opts.Samples)},
+		{"teacher", fmt.Sprintf("%s, %s per state", teacherName(opts.Info.Teacher, opts.Info.Model), samplesText(opts.Samples))},
 		{"requests", e.Requests},
 		{"prompt tokens", fmt.Sprintf("%d (longest prompt %d)", e.PromptTokens, e.MaxPromptTokens)},
 		{"completion tokens", fmt.Sprintf("%d expected, %d at most", e.CompletionTokensExpected, e.CompletionTokensMax)},
@@ -327,7 +327,7 @@ func printLabelReport(c *cli.Context, sum label.Summary, out string) error {
 	cnt, o := sum.Counts, sum.Counts.Output
 	rows := [][2]any{
 		{"output", out},
-		{"teacher", fmt.Sprintf("%s %s (template %.12s), %d samples per state", sum.Config.Teacher, sum.Config.Model, sum.Config.Template, sum.Config.Samples)},
+		{"teacher", fmt.Sprintf("%s (template %.12s), %s per state", teacherName(sum.Config.Teacher, sum.Config.Model), sum.Config.Template, samplesText(sum.Config.Samples))},
 		{"input", fmt.Sprintf("%d rows (%d of failed questions, not labelled)", cnt.InputRows, cnt.FailedQuestionRows)},
 		{"states", fmt.Sprintf("%d selected, %d already labelled", cnt.Selected, cnt.AlreadyDone)},
 		{"labelled now", fmt.Sprintf("%d states (%d with no usable sample), %d samples", cnt.Run.States, cnt.Run.Failed, cnt.Run.Samples)},
@@ -361,4 +361,20 @@ func printLabelReport(c *cli.Context, sum label.Summary, out string) error {
 		[2]any{"time", fmt.Sprintf("%.2fs", sum.WallSeconds)},
 	)
 	return printCounts(c.App.Writer, rows)
+}
+
+// teacherName names a teacher for the reports: the model for a model
+// teacher, the built-in teacher's own name otherwise.
+func teacherName(teacher, model string) string {
+	if teacher == label.NameLLM {
+		return "llm " + model
+	}
+	return model
+}
+
+func samplesText(n int) string {
+	if n == 1 {
+		return "1 sample"
+	}
+	return fmt.Sprintf("%d samples", n)
 }

@@ -11,14 +11,9 @@ import (
 
 // Issues, as "number: title" for the not-implemented message.
 const (
-	issueLabel = "4: distill label and distill filter"
 	issueTrain = "5: distill train, SFT export and LoRA fine-tuning"
 	issueBench = "6: distill bench, the judge evaluated inside the full loop"
 )
-
-func filterCommand() *cli.Command {
-	return pendingCommand("filter", "keep the teacher labels that agree with retrieval truth", issueLabel)
-}
 
 func trainCommand() *cli.Command {
 	return pendingCommand("train", "fine-tune the judge with LoRA on the filtered labels", issueTrain)

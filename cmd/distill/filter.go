@@ -1,0 +1,97 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/filter"
+	"github.com/distill-rag/distill/label"
+)
+
+func filterCommand() *cli.Command {
+	return withConfig(&cli.Command{
+		Name:  "filter",
+		Usage: "keep the teacher labels that agree with each other and with retrieval truth, split by question",
+		Description: `Reads labels.parquet from distill label and applies the method's rules, in order; the
+first rule that drops a row records its name and a reason in OUT/dropped.parquet:
+  teacher-failed               no usable teacher sample
+  low-agreement                samples agree less than --min-agreement (default: all must
+                               agree when the teacher was sampled more than once)
+  self-contradictory           a sample contradicted itself (only with --drop-self-contradictory)
+  contradicts-strong-positive  insufficient, yet >= 70% of gold titles and the answer are there
+  contradicts-strong-negative  sufficient, yet <= 10% of gold titles and no answer are there
+  empty-gaps                   insufficient with no gap item (unless --keep-empty-gaps)
+  balance                      train's majority class cut to the minority's size (--balance)
+Kept verdicts are normalised (categories mapped to the five of the method, repeated gap
+items removed, an empty target set to "Answer") and split by question, so that no
+question has states on both sides: --val-fraction of the questions, chosen with --seed,
+go to OUT/val.parquet, the rest to OUT/train.parquet. OUT/filter.json and the table on
+stdout give the counts per rule (they add up to the input), class balance, gap
+categories, the agreement histogram and how the teacher agrees with retrieval truth.`,
+		Flags: []cli.Flag{
+			&cli.PathFlag{Name: "in", Usage: "labels.parquet from distill label (or its directory)", TakesFile: true},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
+			&cli.Float64Flag{Name: "min-agreement", Value: -1, Usage: "drop labels whose samples agree less than this (default: 1.0 when the teacher was sampled more than once, else none)", DefaultText: "auto"},
+			&cli.BoolFlag{Name: "keep-empty-gaps", Usage: "keep insufficient labels that name no gap item"},
+			&cli.BoolFlag{Name: "drop-self-contradictory", Usage: "drop labels with a sample that contradicted itself"},
+			&cli.BoolFlag{Name: "balance", Usage: "cut train's majority class to the size of its minority class"},
+			&cli.Float64Flag{Name: "val-fraction", Value: filter.DefaultValFraction, Usage: "share of the questions that go to validation (0: none)"},
+			&cli.Int64Flag{Name: "seed", Value: filter.DefaultSeed, Usage: "seed of the split and of balancing"},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace the outputs already in --out"},
+		},
+		Action: filterAction,
+	})
+}
+
+func filterAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("filter: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
+	}
+	in, out := c.Path("in"), c.Path("out")
+	switch {
+	case in == "":
+		return usageErrorf("filter: --in is required (labels.parquet from distill label)")
+	case out == "":
+		return usageErrorf("filter: --out is required")
+	case c.Float64("min-agreement") > 1:
+		return usageErrorf("filter: --min-agreement must be at most 1")
+	case c.Float64("val-fraction") < 0 || c.Float64("val-fraction") >= 1:
+		return usageErrorf("filter: --val-fraction must be at least 0 and below 1")
+	case c.Int64("seed") == 0:
+		return usageErrorf("filter: --seed must not be 0")
+	}
+	if fi, err := os.Stat(in); err == nil && fi.IsDir() {
+		in = filepath.Join(in, label.LabelsFile)
+	}
+	minAgreement := c.Float64("min-agreement")
+	if !c.IsSet("min-agreement") {
+		minAgreement = -1
+	}
+	valFraction := c.Float64("val-fraction")
+	if valFraction == 0 {
+		valFraction = -1 // the library reads 0 as its default
+	}
+	sum, err := filter.Run(c.Context, filter.Options{
+		In: in, Out: out,
+		MinAgreement:          minAgreement,
+		KeepEmptyGaps:         c.Bool("keep-empty-gaps"),
+		DropSelfContradictory: c.Bool("drop-self-contradictory"),
+		Balance:               c.Bool("balance"),
+		ValFraction:           valFraction,
+		Seed:                  c.Int64("seed"),
+		Overwrite:             c.Bool("overwrite"),
+		Logger:                loggerFrom(c),
+	})
+	switch {
+	case errors.Is(err, filter.ErrOutExists):
+		return usageErrorf("filter: %w (use --overwrite to replace them)", err)
+	case errors.Is(err, filter.ErrInput):
+		return usageErrorf("filter: %w", err)
+	case err != nil:
+		return err
+	}
+	return filter.WriteTable(c.App.Writer, sum)
+}

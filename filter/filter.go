@@ -1,0 +1,545 @@
+package filter
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// Names of the files Run writes in its output directory.
+const (
+	TrainFile   = "train.parquet"
+	ValFile     = "val.parquet"
+	DroppedFile = "dropped.parquet"
+	SummaryFile = "filter.json"
+)
+
+// OutputFiles returns the names of the files Run writes, in the order it
+// commits them.
+func OutputFiles() []string { return []string{TrainFile, ValFile, DroppedFile, SummaryFile} }
+
+// The splits of kept rows, as data.Label.Split records them.
+const (
+	SplitTrain = "train"
+	SplitVal   = "val"
+)
+
+// Defaults of Options.
+const (
+	// DefaultValFraction is the reference share of validation data.
+	DefaultValFraction = 0.1
+	// DefaultSeed is the reference seed.
+	DefaultSeed = 42
+	// DefaultMinAgreement is the threshold used for labels sampled more
+	// than once when Options.MinAgreement is negative: every sample must
+	// agree.
+	DefaultMinAgreement = 1.0
+)
+
+var (
+	// ErrOutExists is the cause of the error of a Run whose output
+	// directory already holds one of the output files, without Overwrite.
+	ErrOutExists = errors.New("output exists")
+	// ErrInput is the cause of the errors about an input that cannot be
+	// filtered: not a labels file, or a state labelled twice.
+	ErrInput = errors.New("bad input")
+)
+
+// Options configure Run. The zero value of each field but In and Out is
+// usable; MinAgreement's is no threshold.
+type Options struct {
+	// In is the labels file (distill label's labels.parquet); Out the
+	// directory to write to, created if missing.
+	In, Out string
+	// MinAgreement: rows whose Agreement is below it are dropped. Negative
+	// means the default: DefaultMinAgreement when the labels were sampled
+	// more than once (the most samples of a row of the input is over 1),
+	// else 0 (no threshold). It must not be over 1.
+	MinAgreement float64
+	// KeepEmptyGaps keeps insufficient labels with no gap items, which the
+	// reference rules drop.
+	KeepEmptyGaps bool
+	// DropSelfContradictory drops rows where a sample contradicted itself
+	// (data.Label.Contradiction). It is off by default since the reference
+	// rules only strip the gap items of sufficient verdicts, which
+	// normalisation does.
+	DropSelfContradictory bool
+	// Balance downsamples the majority class (sufficient or insufficient)
+	// of train to the size of the minority class, choosing the rows at
+	// random (seeded); val keeps its natural distribution.
+	Balance bool
+	// ValFraction is the share of questions whose rows go to val; 0 means
+	// DefaultValFraction, negative means no val. It must be below 1.
+	ValFraction float64
+	// Seed seeds the split and the balancing; 0 means DefaultSeed.
+	Seed int64
+	// Overwrite replaces the output files that Out holds; without it, an
+	// Out holding any of them is an error (ErrOutExists).
+	Overwrite bool
+	// Logger receives progress; nil discards it.
+	Logger *slog.Logger
+}
+
+// settings are Options with the defaults filled in.
+type settings struct {
+	Options
+	valFraction float64
+	seed        int64
+	log         *slog.Logger
+}
+
+func (o Options) settings() (settings, error) {
+	s := settings{Options: o, valFraction: o.ValFraction, seed: o.Seed, log: o.Logger}
+	switch {
+	case o.In == "":
+		return s, errors.New("no input file")
+	case o.Out == "":
+		return s, errors.New("no output directory")
+	case math.IsNaN(o.MinAgreement) || o.MinAgreement > 1:
+		return s, fmt.Errorf("min agreement %v is not at most 1", o.MinAgreement)
+	case math.IsNaN(o.ValFraction) || o.ValFraction >= 1:
+		return s, fmt.Errorf("val fraction %v is not below 1", o.ValFraction)
+	}
+	if s.valFraction == 0 {
+		s.valFraction = DefaultValFraction
+	}
+	s.valFraction = max(s.valFraction, 0)
+	if s.seed == 0 {
+		s.seed = DefaultSeed
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	return s, nil
+}
+
+// Streams of the seeded random sources, so that the split does not depend
+// on whether train is balanced.
+const (
+	streamSplit   = 1
+	streamBalance = 2
+)
+
+// Run filters the labels of opts.In into train, val and dropped rows and
+// writes them, with the summary, in opts.Out. See the package comment.
+func Run(ctx context.Context, opts Options) (Summary, error) {
+	s, err := opts.settings()
+	if err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	if err := checkInput(s.In); err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	if err := prepareOut(s); err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+
+	sc, err := scan(ctx, s.In)
+	if err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	sum := sc.summary
+	sum.Input, sum.Output = s.In, s.Out
+	minAgreement, isDefault := s.MinAgreement, s.MinAgreement < 0
+	if isDefault {
+		minAgreement = 0
+		if sc.maxSamples > 1 {
+			minAgreement = DefaultMinAgreement
+		}
+	}
+	sum.Options = UsedOptions{
+		MinAgreement: minAgreement, MinAgreementDefault: isDefault, MaxSamples: sc.maxSamples,
+		KeepEmptyGaps: s.KeepEmptyGaps, DropSelfContradictory: s.DropSelfContradictory,
+		Balance: s.Balance, ValFraction: s.valFraction, Seed: s.seed,
+	}
+	rs := rules{minAgreement: minAgreement, dropSelfContradictory: s.DropSelfContradictory, keepEmptyGaps: s.KeepEmptyGaps}
+	s.log.Info("filter: read labels", "file", s.In, "rows", len(sc.rows), "questions", len(sc.qids),
+		"max_samples", sc.maxSamples, "min_agreement", minAgreement)
+
+	p := plan(sc, rs, s)
+	if p.bal.minority == 0 && p.bal.majority > 0 {
+		s.log.Warn("filter: balance leaves train empty: it has no row of one class",
+			"sufficient", p.bal.majoritySufficient, "rows", p.bal.majority)
+	}
+	p.count(sc, &sum)
+	if err := sum.check(); err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	// write checks that each file got the rows counted here.
+	if err := write(ctx, s, sc, p, rs, &sum); err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	if err := data.WriteFileAtomic(filepath.Join(s.Out, SummaryFile), append(b, '\n')); err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	s.log.Info("filter: done", "out", s.Out, "train", sum.Rows.Train, "val", sum.Rows.Val, "dropped", sum.Rows.Dropped)
+	return sum, nil
+}
+
+// checkInput refuses a file that is not a labels file.
+func checkInput(path string) error {
+	kind, err := data.ParquetKind(path)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	if kind != data.KindLabels {
+		return fmt.Errorf("%s holds %s rows, not %s (the output of distill label): %w", path, kind, data.KindLabels, ErrInput)
+	}
+	return nil
+}
+
+// prepareOut creates the output directory and refuses one that holds an
+// output file, unless overwriting; even then the input may not be one of
+// the outputs.
+func prepareOut(s settings) error {
+	if err := os.MkdirAll(s.Out, 0o755); err != nil {
+		return err // *fs.PathError names the directory
+	}
+	in, err := os.Stat(s.In)
+	if err != nil {
+		return err
+	}
+	var exist []string
+	for _, name := range OutputFiles() {
+		st, err := os.Stat(filepath.Join(s.Out, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if os.SameFile(in, st) {
+			return fmt.Errorf("input %s is the output %s", s.In, filepath.Join(s.Out, name))
+		}
+		exist = append(exist, name)
+	}
+	if len(exist) > 0 && !s.Overwrite {
+		return fmt.Errorf("%s already holds %s (overwrite to replace): %w", s.Out, strings.Join(exist, ", "), ErrOutExists)
+	}
+	return nil
+}
+
+// scanned is what the first pass keeps of the input: the facts of every
+// row, in input order, the question ids, and the statistics of the input.
+type scanned struct {
+	rows []facts
+	// qids are the unique question ids, sorted; facts.q indexes them.
+	qids       []string
+	maxSamples int
+	summary    Summary
+}
+
+// scan reads the input once: it checks that no state appears twice, keeps
+// the facts the rules need and counts what the summary says of the input.
+func scan(ctx context.Context, path string) (*scanned, error) {
+	type state struct {
+		qid   string
+		round int32
+	}
+	sc := &scanned{}
+	first := make(map[state]int) // row of each state
+	qindex := make(map[string]int32)
+	var (
+		hist     = make(map[string]int64)
+		teachers = make(map[Teacher]int64)
+		truth    TruthAgreement
+	)
+	err := data.EachRow(ctx, path, data.KindLabels, func(rows []data.Label) error {
+		for i := range rows {
+			l := &rows[i]
+			n := len(sc.rows)
+			k := state{l.QuestionID, l.Round}
+			if j, ok := first[k]; ok {
+				return fmt.Errorf("%s: state (question %q, round %d) labelled twice, rows %d and %d: %w",
+					path, l.QuestionID, l.Round, j+1, n+1, ErrInput)
+			}
+			first[k] = n
+			q, ok := qindex[l.QuestionID]
+			if !ok {
+				q = int32(len(qindex))
+				qindex[l.QuestionID] = q
+			}
+			f := factsOf(l)
+			f.q = q
+			sc.rows = append(sc.rows, f)
+			sc.maxSamples = max(sc.maxSamples, len(l.Samples))
+			hist[fmt.Sprintf("%.2f", l.Agreement)]++
+			teachers[Teacher{Teacher: l.Teacher, Model: l.TeacherModel}]++
+			if !f.failed {
+				truth.add(l, f)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	clear(first)
+
+	// Number the questions in sorted order, so that what follows does not
+	// depend on the order of the input.
+	sc.qids = make([]string, 0, len(qindex))
+	for id := range qindex {
+		sc.qids = append(sc.qids, id)
+	}
+	slices.Sort(sc.qids)
+	renumber := make([]int32, len(sc.qids))
+	for i, id := range sc.qids {
+		renumber[qindex[id]] = int32(i)
+	}
+	for i := range sc.rows {
+		sc.rows[i].q = renumber[sc.rows[i].q]
+	}
+
+	sum := &sc.summary
+	sum.Rows.In = int64(len(sc.rows))
+	sum.Questions.In = len(sc.qids)
+	for a, n := range hist {
+		sum.Agreement = append(sum.Agreement, AgreementBucket{Agreement: a, Rows: n})
+	}
+	slices.SortFunc(sum.Agreement, func(a, b AgreementBucket) int {
+		return cmp.Or(cmp.Compare(parseFloat(a.Agreement), parseFloat(b.Agreement)), strings.Compare(a.Agreement, b.Agreement))
+	})
+	for t, n := range teachers {
+		t.Rows = n
+		sum.Teachers = append(sum.Teachers, t)
+	}
+	slices.SortFunc(sum.Teachers, func(a, b Teacher) int {
+		return cmp.Or(strings.Compare(a.Teacher, b.Teacher), strings.Compare(a.Model, b.Model))
+	})
+	truth.finish()
+	sum.Truth = truth
+	return sc, nil
+}
+
+// decisions says what becomes of each row of the input.
+type decisions struct {
+	rule []rule // ruleNone for kept rows
+	val  []bool // by question
+	bal  balance
+}
+
+// balance describes the balancing of train.
+type balance struct {
+	majoritySufficient bool
+	majority, minority int
+}
+
+// plan applies rules 1 to 6 to every row, splits the questions of the rows
+// kept and balances train.
+func plan(sc *scanned, rs rules, s settings) decisions {
+	p := decisions{rule: make([]rule, len(sc.rows)), val: make([]bool, len(sc.qids))}
+	kept := make([]bool, len(sc.qids)) // questions with a kept row
+	for i, f := range sc.rows {
+		p.rule[i] = rs.apply(f)
+		if p.rule[i] == ruleNone {
+			kept[f.q] = true
+		}
+	}
+
+	// Split: shuffle the kept questions (sorted) and send the first to val.
+	var qs []int32
+	for q, k := range kept {
+		if k {
+			qs = append(qs, int32(q))
+		}
+	}
+	split := rand.New(rand.NewPCG(uint64(s.seed), streamSplit))
+	split.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
+	for _, q := range qs[:valQuestions(s.valFraction, len(qs))] {
+		p.val[q] = true
+	}
+
+	if s.Balance {
+		p.balance(sc, s.seed)
+	}
+	return p
+}
+
+// valQuestions returns how many of n questions go to val: round(frac * n),
+// at least one when frac > 0 and n >= 2, and never all of them.
+func valQuestions(frac float64, n int) int {
+	if frac <= 0 || n < 2 {
+		return 0
+	}
+	return min(max(int(math.Round(frac*float64(n))), 1), n-1)
+}
+
+// balance drops rows of the majority class of train, chosen at random, so
+// that both classes have the size of the minority. Rows are shuffled in
+// the order of their states, so that the choice does not depend on the
+// order of the input.
+func (p *decisions) balance(sc *scanned, seed int64) {
+	var suff, insuff []int
+	for i, f := range sc.rows {
+		if p.rule[i] != ruleNone || p.val[f.q] {
+			continue
+		}
+		if f.sufficient {
+			suff = append(suff, i)
+		} else {
+			insuff = append(insuff, i)
+		}
+	}
+	major, minor := suff, insuff
+	p.bal.majoritySufficient = true
+	if len(insuff) > len(suff) {
+		major, minor = insuff, suff
+		p.bal.majoritySufficient = false
+	}
+	p.bal.majority, p.bal.minority = len(major), len(minor)
+	slices.SortFunc(major, func(a, b int) int {
+		fa, fb := sc.rows[a], sc.rows[b]
+		return cmp.Or(cmp.Compare(fa.q, fb.q), cmp.Compare(fa.round, fb.round))
+	})
+	r := rand.New(rand.NewPCG(uint64(seed), streamBalance))
+	r.Shuffle(len(major), func(i, j int) { major[i], major[j] = major[j], major[i] })
+	for _, i := range major[:len(major)-len(minor)] {
+		p.rule[i] = ruleBalance
+	}
+}
+
+// count fills in the counts of rows, questions and classes that the
+// decisions make.
+func (p *decisions) count(sc *scanned, sum *Summary) {
+	sum.Dropped = make([]RuleCount, 0, numRules-1)
+	var dropped [numRules]int64
+	var trainQ, valQ = make(map[int32]bool), make(map[int32]bool)
+	for i, f := range sc.rows {
+		r := p.rule[i]
+		if r != ruleNone {
+			dropped[r]++
+			sum.Rows.Dropped++
+			continue
+		}
+		c := &sum.Classes.Train
+		if p.val[f.q] {
+			sum.Rows.Val++
+			valQ[f.q] = true
+			c = &sum.Classes.Val
+		} else {
+			sum.Rows.Train++
+			trainQ[f.q] = true
+		}
+		if f.sufficient {
+			c.Sufficient++
+		} else {
+			c.Insufficient++
+		}
+	}
+	for r := ruleNone + 1; r < numRules; r++ {
+		sum.Dropped = append(sum.Dropped, RuleCount{Rule: r.String(), Rows: dropped[r]})
+	}
+	sum.Questions.Train, sum.Questions.Val = len(trainQ), len(valQ)
+}
+
+// write reads the input a second time and writes each row where the
+// decisions send it, normalised if it reached normalisation, with Split or
+// the Drop fields set. It adds the normalisation counts and the gap
+// categories of the kept rows to sum.
+func write(ctx context.Context, s settings, sc *scanned, p decisions, rs rules, sum *Summary) error {
+	var ws [3]*data.ParquetWriter[data.Label]
+	const (
+		train = iota
+		val
+		dropped
+	)
+	for i, name := range []string{TrainFile, ValFile, DroppedFile} {
+		w, err := data.CreateParquet[data.Label](filepath.Join(s.Out, name), data.KindLabels)
+		if err != nil {
+			return err
+		}
+		defer w.Abort()
+		ws[i] = w
+	}
+
+	categories := make(map[string]int64)
+	var batches [3][]data.Label
+	n := 0
+	err := data.EachRow(ctx, s.In, data.KindLabels, func(rows []data.Label) error {
+		for i := range batches {
+			batches[i] = batches[i][:0]
+		}
+		for i := range rows {
+			l := &rows[i]
+			if n >= len(sc.rows) || l.Round != sc.rows[n].round || l.QuestionID != sc.qids[sc.rows[n].q] {
+				return fmt.Errorf("%s changed while it was read: row %d is not the state read before", s.In, n+1)
+			}
+			f, r := sc.rows[n], p.rule[n]
+			n++
+			l.Split, l.DropRule, l.DropReason = "", "", ""
+			if r.normalized() {
+				sum.Normalization.add(normalize(l))
+			}
+			if r != ruleNone {
+				l.DropRule, l.DropReason = r.String(), rs.reason(r, l, p.bal)
+				batches[dropped] = append(batches[dropped], *l)
+				continue
+			}
+			for _, g := range l.GapItems {
+				categories[g.Category]++
+			}
+			if p.val[f.q] {
+				l.Split = SplitVal
+				batches[val] = append(batches[val], *l)
+			} else {
+				l.Split = SplitTrain
+				batches[train] = append(batches[train], *l)
+			}
+		}
+		for i, b := range batches {
+			if len(b) > 0 {
+				if err := ws[i].Write(b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n != len(sc.rows) {
+		return fmt.Errorf("%s changed while it was read: %d rows, then %d", s.In, len(sc.rows), n)
+	}
+	for i, want := range []int64{sum.Rows.Train, sum.Rows.Val, sum.Rows.Dropped} {
+		if got := ws[i].Rows(); got != want {
+			return fmt.Errorf("wrote %d rows to %s, want %d", got, []string{TrainFile, ValFile, DroppedFile}[i], want)
+		}
+	}
+	// An older summary must not describe the new files, should committing
+	// them fail half-way.
+	if err := os.Remove(filepath.Join(s.Out, SummaryFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	for _, w := range ws {
+		if err := w.Close(); err != nil {
+			return err
+		}
+	}
+
+	sum.GapCategories = make([]CategoryCount, 0, len(data.GapCategories()))
+	for _, c := range data.GapCategories() {
+		sum.GapCategories = append(sum.GapCategories, CategoryCount{Category: c, Items: categories[c]})
+		delete(categories, c)
+	}
+	if len(categories) > 0 { // cannot happen: NormalizeCategory returns one of them
+		return fmt.Errorf("gap categories outside %v after normalisation: %v", data.GapCategories(), categories)
+	}
+	return nil
+}
