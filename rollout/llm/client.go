@@ -97,8 +97,9 @@ func KeyFromEnv(role string) Secret {
 type Option func(*clientOptions)
 
 type clientOptions struct {
-	logger *slog.Logger
-	http   *http.Client
+	logger     *slog.Logger
+	http       *http.Client
+	batchRetry RetryOptions
 }
 
 // WithLogger sets the logger for structured-output fallbacks; by default
@@ -124,6 +125,8 @@ type Client struct {
 	api       *openai.Client
 	log       *slog.Logger
 	reasoning bool
+	// batchRetry retries the batch and file calls (see WithBatchRetry).
+	batchRetry *retrier
 	// mode is the most degraded structured-output mode this server has
 	// needed so far (an index into structuredModes); calls start there.
 	mode atomic.Int32
@@ -155,11 +158,18 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	oc.BaseURL = cfg.baseURL()
 	reasoning := isReasoningModel(cfg.Model)
 	oc.HTTPClient = &doer{next: o.http, zeroTemperature: !reasoning}
+	if o.batchRetry.Logger == nil {
+		o.batchRetry.Logger = o.logger
+	}
+	if o.batchRetry.Role == "" {
+		o.batchRetry.Role = cfg.Role
+	}
 	return &Client{
-		cfg:       cfg,
-		api:       openai.NewClientWithConfig(oc),
-		log:       o.logger,
-		reasoning: reasoning,
+		cfg:        cfg,
+		api:        openai.NewClientWithConfig(oc),
+		log:        o.logger,
+		reasoning:  reasoning,
+		batchRetry: newRetrier(o.batchRetry),
 	}, nil
 }
 
@@ -249,6 +259,30 @@ func withSchemaInstruction(msgs []Message, s *Schema) []Message {
 }
 
 func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Response, error) {
+	oreq := c.chatRequest(req, mode)
+	actx, call, cancel := c.attempt(ctx)
+	defer cancel()
+	r, err := c.api.CreateChatCompletion(actx, oreq)
+	if err != nil {
+		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, c.classify(ctx, actx, call, err))
+	}
+	if len(r.Choices) == 0 {
+		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, &BodyError{Err: errors.New("no choices")})
+	}
+	ch := r.Choices[0]
+	return Response{
+		Content:      ch.Message.Content,
+		FinishReason: string(ch.FinishReason),
+		Model:        r.Model,
+		Usage:        Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens},
+		Mode:         mode,
+	}, nil
+}
+
+// chatRequest builds the go-openai request for req in the given
+// structured-output mode. Chat and BatchLine both use it, so that a batch
+// line carries exactly the body Chat would send.
+func (c *Client) chatRequest(req Request, mode string) openai.ChatCompletionRequest {
 	msgs := req.Messages
 	if req.Schema != nil && mode != ModeJSONSchema {
 		msgs = withSchemaInstruction(msgs, req.Schema)
@@ -290,24 +324,7 @@ func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Respon
 			Type: openai.ChatCompletionResponseFormatTypeJSONObject,
 		}
 	}
-
-	actx, call, cancel := c.attempt(ctx)
-	defer cancel()
-	r, err := c.api.CreateChatCompletion(actx, oreq)
-	if err != nil {
-		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, c.classify(ctx, actx, call, err))
-	}
-	if len(r.Choices) == 0 {
-		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, &BodyError{Err: errors.New("no choices")})
-	}
-	ch := r.Choices[0]
-	return Response{
-		Content:      ch.Message.Content,
-		FinishReason: string(ch.FinishReason),
-		Model:        r.Model,
-		Usage:        Usage{PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens},
-		Mode:         mode,
-	}, nil
+	return oreq
 }
 
 // Embedder turns texts into vectors. Implementations are safe for

@@ -79,6 +79,13 @@ type Options struct {
 	// drawn, before the server acts on it: tests use it to learn that a
 	// request has arrived (a hang has begun) without polling.
 	Observe func(Request)
+	// BatchScript gives the outcomes of the first batches, in creation
+	// order (a batch whose input file is invalid takes its entry too);
+	// later batches complete normally. See BatchOutcome.
+	BatchScript []BatchOutcome
+	// BatchPolls is how many polls a batch answers in_progress before it
+	// ends (default 1). The first poll only moves it out of validating.
+	BatchPolls int
 }
 
 // Message is one chat message of a recorded request.
@@ -130,6 +137,8 @@ type Counts struct {
 	Rejected     int // 400: bad body or unsupported response_format
 	Unauthorized int // 401
 	NotFound     int // 404
+	Files        int // files uploaded
+	Batches      int // batches created
 }
 
 // Server is a running fault-injecting server. Close it when done.
@@ -147,6 +156,11 @@ type Server struct {
 	counts      Counts
 	inFlight    int
 	maxInFlight int
+	// Files and batches (batch.go), created lazily.
+	files       map[string]*file
+	batches     map[string]*batch
+	batchIDs    []string // in creation order
+	batchScript int
 }
 
 // NewServer starts a server on a loopback port.
@@ -294,28 +308,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rec.Status, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key", "")
 		return
 	}
-	var chat bool
+	var (
+		chat bool
+		op   *batchOp // a files or batches request
+	)
 	switch r.URL.Path {
 	case "/v1/chat/completions", "/chat/completions":
 		chat = true
 	case "/v1/embeddings", "/embeddings":
 	default:
-		rec.Status = http.StatusNotFound
-		s.record(rec)
-		writeError(w, rec.Status, "Unknown path "+r.URL.Path, "invalid_request_error", "unknown_url", "")
-		return
+		var e *apiError
+		if op, e = s.prepareBatchOp(r, rec.Body); e != nil {
+			rec.Status = e.status
+			s.record(rec)
+			writeError(w, rec.Status, e.msg, "invalid_request_error", e.code, e.param)
+			return
+		}
 	}
-	if r.Method != http.MethodPost {
-		rec.Status = http.StatusMethodNotAllowed
-		s.record(rec)
-		writeError(w, rec.Status, "Method not allowed", "invalid_request_error", "", "")
-		return
-	}
-	if msg, param := decode(&rec, chat); msg != "" {
-		rec.Status = http.StatusBadRequest
-		s.record(rec)
-		writeError(w, rec.Status, msg, "invalid_request_error", "", param)
-		return
+	if op == nil {
+		if r.Method != http.MethodPost {
+			rec.Status = http.StatusMethodNotAllowed
+			s.record(rec)
+			writeError(w, rec.Status, "Method not allowed", "invalid_request_error", "", "")
+			return
+		}
+		if msg, param := decode(&rec, chat); msg != "" {
+			rec.Status = http.StatusBadRequest
+			s.record(rec)
+			writeError(w, rec.Status, msg, "invalid_request_error", "", param)
+			return
+		}
 	}
 	if chat {
 		if msg := s.unsupported(rec.ResponseFormat); msg != "" {
@@ -351,9 +373,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var answer []byte
-	if chat {
+	ctype := "application/json"
+	switch {
+	case op != nil:
+		// 429, 5xx and hangs change nothing; a malformed or truncated
+		// answer comes after the work is done, as when the response is
+		// lost on its way back.
+		if rec.Fault == None || rec.Fault == Malformed || rec.Fault == Truncated {
+			answer, ctype = s.applyBatchOp(op)
+		}
+	case chat:
 		answer = s.chatAnswer(rec, seq)
-	} else {
+	default:
 		answer = s.embeddingAnswer(rec)
 	}
 	switch rec.Fault {
@@ -392,7 +423,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		rec.Status = http.StatusOK
 		s.record(rec)
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
 		w.WriteHeader(rec.Status)
 		w.Write(answer)
@@ -477,6 +508,13 @@ func decode(rec *Request, chat bool) (msg, param string) {
 }
 
 func writeError(w http.ResponseWriter, status int, msg, typ, code, param string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(errorBody(msg, typ, code, param))
+}
+
+// errorBody is an OpenAI error object; batch output lines carry it too.
+func errorBody(msg, typ, code, param string) []byte {
 	e := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
 	if code != "" {
 		e["code"] = code
@@ -485,9 +523,7 @@ func writeError(w http.ResponseWriter, status int, msg, typ, code, param string)
 		e["param"] = param
 	}
 	b, _ := json.Marshal(map[string]any{"error": e})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(b)
+	return b
 }
 
 func (s *Server) content(rec Request) string {
