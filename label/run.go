@@ -158,8 +158,12 @@ type run struct {
 	// and the calls of Options.Progress.
 	mu   sync.Mutex
 	prog Progress
-	// prevUsage and prevCost are what earlier invocations spent.
+	// prevUsage is what earlier invocations spent.
 	prevUsage []llm.Stats
+	// batchUsage is what the states a batch run wrote cost, and batches
+	// its batches (both guarded by mu).
+	batchUsage llm.Stats
+	batches    []BatchRecord
 }
 
 func newRun(o Options) (*run, error) {
@@ -175,7 +179,7 @@ func newRun(o Options) (*run, error) {
 		return nil, bad("no questions (retrieval truth needs them)")
 	case o.Samples < 0, o.Workers < 0, o.Limit < 0, o.CheckpointStates < 0, o.CheckpointInterval < 0, o.BudgetUSD < 0:
 		return nil, bad("negative samples, workers, limit, checkpoint bound or budget")
-	case o.BudgetUSD > 0 && o.Cost == nil:
+	case o.BudgetUSD > 0 && o.Cost == nil && o.Batch == nil:
 		return nil, bad("a budget needs a cost meter")
 	}
 	o.Samples = cmpOr(o.Samples, 1)
@@ -386,12 +390,13 @@ func (r *run) states(ctx context.Context) iter.Seq2[data.State, error] {
 // todoItems yields the items to label now, in input order.
 func (r *run) todoItems(ctx context.Context) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
-		selected, left := 0, r.todo
+		selected, left, row := 0, r.todo, -1
 		for s, err := range r.states(ctx) {
 			if err != nil {
 				yield(Item{}, err)
 				return
 			}
+			row++
 			if s.Failure != "" {
 				continue
 			}
@@ -403,7 +408,7 @@ func (r *run) todoItems(ctx context.Context) iter.Seq2[Item, error] {
 				continue
 			}
 			left--
-			if !yield(Item{State: s, Question: r.opts.Questions[s.QuestionID]}, nil) {
+			if !yield(Item{State: s, Question: r.opts.Questions[s.QuestionID], Row: row}, nil) {
 				return
 			}
 		}
@@ -492,9 +497,19 @@ func (r *run) dispatch(ctx context.Context, emit func(data.Label) error) error {
 	return nil
 }
 
+// cost returns what this invocation has spent.
+func (r *run) cost() float64 {
+	if r.opts.Cost != nil {
+		return r.opts.Cost()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.batchUsage.CostUSD
+}
+
 // overBudget reports whether this invocation has spent its budget.
 func (r *run) overBudget() bool {
-	return r.opts.BudgetUSD > 0 && r.opts.Cost() >= r.opts.BudgetUSD
+	return r.opts.BudgetUSD > 0 && r.cost() >= r.opts.BudgetUSD
 }
 
 // labelOne asks the teacher for every sample of one state and aggregates
@@ -599,6 +614,32 @@ func (r *run) update(change func(*Progress)) {
 	}
 }
 
+// addBatchUsage counts the usage of a label written by a batch run, at the
+// batch price.
+func (r *run) addBatchUsage(l data.Label, price llm.Price, model string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	u := &r.batchUsage
+	u.Role, u.Model = "teacher (batch)", model
+	for _, s := range l.Samples {
+		u.Requests++
+		if s.Error != "" {
+			u.Failures++
+			continue
+		}
+		u.PromptTokens += s.PromptTokens
+		u.CompletionTokens += s.CompletionTokens
+		u.CostUSD += price.Cost(llm.Usage{PromptTokens: int(s.PromptTokens), CompletionTokens: int(s.CompletionTokens)})
+	}
+}
+
+// setBatches records the batches of a batch run for label.json.
+func (r *run) setBatches(b []BatchRecord) {
+	r.mu.Lock()
+	r.batches = slices.Clone(b)
+	r.mu.Unlock()
+}
+
 // setPhase reports what a batch run is doing.
 func (r *run) setPhase(phase string) {
 	r.update(func(p *Progress) { p.Phase = phase })
@@ -617,6 +658,14 @@ func (r *run) stamp(ended bool) {
 	if r.opts.Usage != nil {
 		r.rep.Usage = llm.AddStats(r.rep.Usage, r.opts.Usage())
 	}
+	r.mu.Lock()
+	if r.batchUsage.Requests > 0 {
+		r.rep.Usage = llm.AddStats(r.rep.Usage, []llm.Stats{r.batchUsage})
+	}
+	if r.batches != nil {
+		r.rep.Batches = slices.Clone(r.batches)
+	}
+	r.mu.Unlock()
 	r.rep.CostUSD = 0
 	for _, s := range r.rep.Usage {
 		r.rep.CostUSD += s.CostUSD
@@ -632,7 +681,7 @@ func (r *run) interrupted(err error) (Summary, error) {
 		r.rep.BudgetReached = true
 		r.rep.Status, r.rep.Error = StatusBudget, ""
 		err = fmt.Errorf("%w: $%.4f spent of $%.4f after %d of %d states (%d labelled before); resume with a larger budget to go on",
-			ErrBudget, r.opts.Cost(), r.opts.BudgetUSD, r.prog.Done, r.prog.Total, r.prog.AlreadyDone)
+			ErrBudget, r.cost(), r.opts.BudgetUSD, r.prog.Done, r.prog.Total, r.prog.AlreadyDone)
 	}
 	if werr := writeReport(r.opts.Out, r.rep); werr != nil {
 		r.log.Warn("could not record the interruption", "err", werr)

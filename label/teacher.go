@@ -18,6 +18,8 @@ import (
 type Item struct {
 	State    data.State
 	Question data.Question
+	// Row is the state's 0-based row in the input file.
+	Row int
 }
 
 // Teacher labels states. The contract every implementation keeps:

@@ -116,8 +116,8 @@ func labelAction(c *cli.Context) error {
 			opts.Cost = func() float64 { return meter.Snapshot().CostUSD }
 		}
 	}
-	if opts.BudgetUSD > 0 && opts.Teacher != nil {
-		if _, ok := llm.PriceOf(prices, model); !ok || meter == nil {
+	if opts.BudgetUSD > 0 && (opts.Batch != nil || meter != nil || c.String("teacher") == label.NameLLM) {
+		if _, ok := llm.PriceOf(prices, model); !ok {
 			return usageErrorf("label: --budget-usd needs a priced model teacher: %q has no price (give one with --price %s=INPUT:OUTPUT)", model, model)
 		}
 	}
@@ -199,6 +199,8 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 		return label.Options{}, usageErrorf("label: unknown --teacher %q (want %s)", teacher, strings.Join(teacherKinds, ", "))
 	case teacher != label.NameLLM && c.Bool("batch"):
 		return label.Options{}, usageErrorf("label: --batch is for --teacher llm")
+	case teacher != label.NameLLM && c.Float64("budget-usd") > 0:
+		return label.Options{}, usageErrorf("label: --budget-usd is for --teacher llm (the built-in teacher costs nothing)")
 	case teacher != label.NameLLM && c.IsSet("teacher-model"):
 		return label.Options{}, usageErrorf("label: --teacher-model is for --teacher llm")
 	}

@@ -266,3 +266,33 @@ func TestLabelKill9(t *testing.T) {
 		t.Errorf("leftover temporary files: %v", left)
 	}
 }
+
+// TestLabelBatch labels through the Batch API of a loopback server whose
+// first batch expires with a third of its requests unanswered: the second
+// batch resubmits them, and every state is labelled.
+func TestLabelBatch(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ro := sampleRollout(t)
+	srv := llmtest.NewServer(llmtest.Options{
+		Answer:      func(llmtest.Request) string { return `{"sufficient": true, "gap_items": []}` },
+		BatchScript: []llmtest.BatchOutcome{{Status: "expired", Complete: 0.66}},
+	})
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	r := runDistill(t, "--quiet", "label", "--in", ro, "--out", "lab", "--teacher-base-url", srv.URL(), "--batch",
+		"--batch-poll-interval", "1ms", "--limit", "90")
+	if r.code != 0 {
+		t.Fatalf("label --batch: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != 90 {
+		t.Errorf("%d labels, want 90", len(ls))
+	}
+	bs := srv.Batches()
+	if len(bs) != 2 || bs[0].Status != "expired" || bs[1].Lines != bs[0].Failed {
+		t.Errorf("batches %+v: want an expired one and one resubmitting its failures", bs)
+	}
+	rep, err := label.ReadReport("lab")
+	if err != nil || len(rep.Batches) != 2 || !rep.Config.Batch {
+		t.Errorf("label.json batches %+v, %v", rep.Batches, err)
+	}
+}
