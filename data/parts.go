@@ -88,6 +88,25 @@ func RemoveTemps(dir string) ([]string, error) {
 	return removed, nil
 }
 
+// PrepareParts makes the parts directory of a job's output directory out
+// and removes the temporary files that interrupted writes left in both. It
+// returns the paths removed.
+func PrepareParts(out, parts string) (removed []string, err error) {
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		return nil, fmt.Errorf("output directory: %w", err)
+	}
+	for _, dir := range []string{out, parts} {
+		names, err := RemoveTemps(dir)
+		for _, name := range names {
+			removed = append(removed, filepath.Join(dir, name))
+		}
+		if err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
 // EachRow calls fn with the rows of a parquet file of the given kind, in
 // order, a batch at a time; fn must not keep the slice. It stops at the
 // first error of fn or of the reading, and when ctx ends.

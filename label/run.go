@@ -263,17 +263,12 @@ func (r *run) begin(ctx context.Context) error {
 		r.rep.Resumes = prev.Resumes + 1
 		r.prevUsage = prev.Usage
 	}
-	if err := os.MkdirAll(r.parts, 0o755); err != nil {
-		return fmt.Errorf("output directory: %w", err)
+	removed, err := data.PrepareParts(out, r.parts)
+	for _, path := range removed {
+		r.log.Info("removed the leftover of an interrupted write", "file", path)
 	}
-	for _, dir := range []string{out, r.parts} {
-		removed, err := data.RemoveTemps(dir)
-		if err != nil {
-			return err
-		}
-		for _, name := range removed {
-			r.log.Info("removed the leftover of an interrupted write", "file", filepath.Join(dir, name))
-		}
+	if err != nil {
+		return err
 	}
 	if err := r.readDone(ctx); err != nil {
 		return err

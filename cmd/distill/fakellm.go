@@ -19,9 +19,14 @@ func fakeLLMCommand() *cli.Command {
 		Hidden: true,
 		Description: `Serves /v1/chat/completions and /v1/embeddings on a loopback port and prints its
 base URL. Chat requests with a JSON schema get a minimal schema-valid answer; others
-get "OK". Faults are drawn per request from the seeded rates. Runs until interrupted.`,
+get "OK". Faults are drawn per request from the seeded rates. It also serves /v1/files
+and /v1/batches (distill label --batch): a batch ends after --batch-polls polls, and
+--batch-expire makes the first one expire with that share of its requests answered.
+Runs until interrupted.`,
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "latency", Usage: "delay of every answer"},
+			&cli.IntFlag{Name: "batch-polls", Value: 1, Usage: "polls a batch answers in_progress before it ends"},
+			&cli.Float64Flag{Name: "batch-expire", Value: -1, Usage: "expire the first batch with this share (0 to 1) of its requests answered", DefaultText: "off"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the fault draws"},
 			&cli.Float64Flag{Name: "rate-limited", Usage: "share of requests answered 429 with Retry-After"},
 			&cli.DurationFlag{Name: "retry-after", Usage: "the wait a 429 asks for (whole seconds; default 1s)"},
@@ -40,6 +45,13 @@ get "OK". Faults are drawn per request from the seeded rates. Runs until interru
 				Unavailable: c.Float64("unavailable"), Malformed: c.Float64("malformed"),
 				Truncated: c.Float64("truncated"), Hang: c.Float64("hang"),
 				NoJSONSchema: c.Bool("no-json-schema"), APIKey: c.String("api-key"),
+				BatchPolls: c.Int("batch-polls"),
+			}
+			if e := c.Float64("batch-expire"); c.IsSet("batch-expire") {
+				if e < 0 || e > 1 {
+					return usageErrorf("fake-llm: --batch-expire must be between 0 and 1")
+				}
+				opts.BatchScript = []llmtest.BatchOutcome{{Status: "expired", Complete: e}}
 			}
 			sum := opts.RateLimited + opts.ServerError + opts.Unavailable + opts.Malformed + opts.Truncated + opts.Hang
 			if sum < 0 || sum > 1 {

@@ -138,15 +138,7 @@ func labelAction(c *cli.Context) error {
 			sized = true
 		}
 		desc := fmt.Sprintf("label: %d states, %d failed", p.Done, p.Failed)
-		if opts.Usage != nil {
-			var tokens int64
-			var cost float64
-			for _, s := range opts.Usage() {
-				tokens += s.PromptTokens + s.CompletionTokens
-				cost += s.CostUSD
-			}
-			desc += fmt.Sprintf(", %d tokens, $%.4f", tokens, cost)
-		}
+		desc += usageSoFar(opts.Usage)
 		if p.Phase != "" {
 			desc += ", " + p.Phase
 		}

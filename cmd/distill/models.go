@@ -67,3 +67,18 @@ func newModelStack(c *cli.Context, client *llm.Client, prices map[string]llm.Pri
 	}
 	return meter, nil
 }
+
+// usageSoFar describes the tokens and cost of the model usage so far for a
+// progress bar: ", N tokens, $C", or "" without model usage.
+func usageSoFar(usage func() []llm.Stats) string {
+	if usage == nil {
+		return ""
+	}
+	var tokens int64
+	var cost float64
+	for _, s := range usage() {
+		tokens += s.PromptTokens + s.CompletionTokens
+		cost += s.CostUSD
+	}
+	return fmt.Sprintf(", %d tokens, $%.4f", tokens, cost)
+}

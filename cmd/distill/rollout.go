@@ -150,15 +150,7 @@ func rolloutAction(c *cli.Context) error {
 			sized = true
 		}
 		desc := fmt.Sprintf("rollout: %d states, %d failed", p.States, p.Failed)
-		if opts.Usage != nil {
-			var tokens int64
-			var cost float64
-			for _, s := range opts.Usage() {
-				tokens += s.PromptTokens + s.CompletionTokens
-				cost += s.CostUSD
-			}
-			desc += fmt.Sprintf(", %d tokens, $%.4f", tokens, cost)
-		}
+		desc += usageSoFar(opts.Usage)
 		bar.Describe(desc)
 		bar.Set(p.Done + p.Failed)
 	}

@@ -67,6 +67,16 @@
 // then OPENAI_API_KEY); it is held as a Secret, which redacts itself in
 // fmt, slog and JSON. An empty key sends no Authorization header.
 //
+// # Batches
+//
+// For OpenAI's Batch API (half price, answers within 24 hours), Client
+// writes request lines with BatchLine (the very body Chat would send) and
+// calls the Files and Batches endpoints (UploadBatchFile, CreateBatch,
+// GetBatch, CancelBatch, FileContent), each retried on its own;
+// ReadBatchResults maps output and error files back by custom id. See
+// Batch for the life of a batch.
+//
 // Sub-package llmtest is a fault-injecting OpenAI-compatible server for
-// tests and benchmarks.
+// tests and benchmarks; it also serves the Files and Batches endpoints,
+// with scripted outcomes (expired batches with partial output, failures).
 package llm
