@@ -346,3 +346,33 @@ func fill(template, question, evidence string) string {
 		}
 	}
 }
+
+// VerdictJSON returns the verdict as the judge writes it, the completion of
+// a training example: {"sufficient": ..., "gap_items": [{"category",
+// "target", "slot", "description"}]} with the members in that order, an
+// empty list when there are no gap items (always when sufficient), and no
+// HTML escaping. ParseVerdict reads it back to the same verdict.
+func VerdictJSON(v Verdict) string {
+	type gap struct {
+		Category    string `json:"category"`
+		Target      string `json:"target"`
+		Slot        string `json:"slot"`
+		Description string `json:"description"`
+	}
+	out := struct {
+		Sufficient bool  `json:"sufficient"`
+		GapItems   []gap `json:"gap_items"`
+	}{Sufficient: v.Sufficient, GapItems: []gap{}}
+	if !v.Sufficient {
+		for _, g := range v.GapItems {
+			out.GapItems = append(out.GapItems, gap(g))
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		panic("data: VerdictJSON: " + err.Error()) // strings and a bool always encode
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

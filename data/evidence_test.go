@@ -491,3 +491,26 @@ func parseRound(s string) []Evidence {
 	}
 	return out
 }
+
+func TestVerdictJSON(t *testing.T) {
+	tests := []struct {
+		v    Verdict
+		want string
+	}{
+		{Verdict{Sufficient: true}, `{"sufficient":true,"gap_items":[]}`},
+		{Verdict{Sufficient: true, GapItems: []GapItem{{Category: "other"}}}, `{"sufficient":true,"gap_items":[]}`},
+		{Verdict{}, `{"sufficient":false,"gap_items":[]}`},
+		{Verdict{GapItems: []GapItem{{Category: "attribute", Target: "A & B", Slot: "<born>", Description: "d"}}},
+			`{"sufficient":false,"gap_items":[{"category":"attribute","target":"A & B","slot":"<born>","description":"d"}]}`},
+	}
+	for _, tt := range tests {
+		got := VerdictJSON(tt.v)
+		if got != tt.want {
+			t.Errorf("VerdictJSON(%+v) = %s, want %s", tt.v, got, tt.want)
+		}
+		back, err := ParseVerdict([]byte(got))
+		if err != nil || back.Sufficient != tt.v.Sufficient || (!back.Sufficient && len(back.GapItems) != len(tt.v.GapItems)) {
+			t.Errorf("ParseVerdict(%s) = %+v, %v", got, back, err)
+		}
+	}
+}

@@ -18,7 +18,9 @@ import (
 // The contract every backend keeps, and finetunetest.Run checks:
 //
 //   - Submit starts the job described by Job and returns its first State,
-//     with ID set. It does not wait for the job to end. Everything needed to
+//     with ID set. It does not wait for the job to end, unless the backend
+//     trains in seconds on this machine (builtin): its job has then ended
+//     when Submit returns. Everything needed to
 //     find the job again goes in State (ID, Data), which the caller
 //     persists in Job.Dir/job.json: Status and Cancel must work from
 //     another process, given the Job and that State.
@@ -53,13 +55,22 @@ type Job struct {
 	BaseModel string `json:"base_model"`
 	// Name is a short name for the job and its result (default "s2g-judge").
 	Name string `json:"name"`
-	// Files are the exported training and validation data.
-	Files Files `json:"files"`
+	// Files are the exported training and validation data; Labels the
+	// filtered labels they were exported from (train.parquet, val.parquet
+	// of distill filter), which the built-in backend trains on.
+	Files  Files  `json:"files"`
+	Labels Labels `json:"labels"`
 	// Hyper are the training hyper-parameters.
 	Hyper Hyperparameters `json:"hyperparameters"`
 	// Extra holds provider parameters passed through as they are (for
 	// example LoRA settings of a provider that accepts them).
 	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Labels are the filtered label files of a job.
+type Labels struct {
+	Train string `json:"train"`
+	Val   string `json:"val,omitempty"`
 }
 
 // Hyperparameters of LoRA supervised fine-tuning. DefaultHyperparameters

@@ -294,7 +294,11 @@ type sentence struct {
 // analyseEvidence splits the context's sentences into words and collects
 // every stem of the context, titles included (the judge sees them).
 func (lx *lexer) analyseEvidence(c data.Context) ([]sentence, termSet) {
-	ev := c.Evidence()
+	return lx.analyseSentences(c.Evidence())
+}
+
+// analyseSentences is analyseEvidence of the context's sentences.
+func (lx *lexer) analyseSentences(ev []data.Evidence) ([]sentence, termSet) {
 	out := make([]sentence, len(ev))
 	all := make(termSet, 16*len(ev))
 	titles := make(map[string][]string)

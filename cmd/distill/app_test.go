@@ -41,7 +41,6 @@ func TestPendingCommands(t *testing.T) {
 		name  string
 		issue string
 	}{
-		{"train", "5"},
 		{"bench", "6"},
 	}
 	for _, tt := range tests {

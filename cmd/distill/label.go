@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -187,7 +188,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	}
 	teacher := c.String("teacher")
 	switch {
-	case !containsString(teacherKinds, teacher):
+	case !slices.Contains(teacherKinds, teacher):
 		return label.Options{}, usageErrorf("label: unknown --teacher %q (want %s)", teacher, strings.Join(teacherKinds, ", "))
 	case teacher != label.NameLLM && c.Bool("batch"):
 		return label.Options{}, usageErrorf("label: --batch is for --teacher llm")
@@ -239,15 +240,6 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 		Logger:    loggerFrom(c),
 		Info:      info,
 	}, nil
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // labelQuestions loads the questions of the states: --questions, --dataset,

@@ -216,7 +216,9 @@ func TestLabelKill9(t *testing.T) {
 	ro := sampleRollout(t)
 	states := trajectoryStates(t, ro)
 	srv := llmtest.NewServer(llmtest.Options{Latency: 3 * time.Millisecond,
-		Answer: func(llmtest.Request) string { return `{"sufficient": false, "gap_items": [{"category": "other", "target": "a", "slot": "b", "description": "c"}]}` }})
+		Answer: func(llmtest.Request) string {
+			return `{"sufficient": false, "gap_items": [{"category": "other", "target": "a", "slot": "b", "description": "c"}]}`
+		}})
 	defer srv.Close()
 	args := []string{"--log-format", "json", "label", "--in", ro, "--out", "lab", "--teacher-base-url", srv.URL(),
 		"--workers", "2", "--checkpoint-states", "25"}

@@ -11,13 +11,8 @@ import (
 
 // Issues, as "number: title" for the not-implemented message.
 const (
-	issueTrain = "5: distill train, SFT export and LoRA fine-tuning"
 	issueBench = "6: distill bench, the judge evaluated inside the full loop"
 )
-
-func trainCommand() *cli.Command {
-	return pendingCommand("train", "fine-tune the judge with LoRA on the filtered labels", issueTrain)
-}
 
 func benchCommand() *cli.Command {
 	return pendingCommand("bench", "evaluate the judge inside the full loop: EM, F1, calibration, ablations", issueBench)

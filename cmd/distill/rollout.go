@@ -13,6 +13,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/finetune/builtin"
 	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/llm"
 	"github.com/distill-rag/distill/rollout/retrieve/bm25"
@@ -24,7 +25,7 @@ const defaultSampleOut = "runs/rollout-sample"
 
 // The implementations each role flag can name.
 var (
-	judgeKinds     = []string{"lexical", "never", "always", "llm"}
+	judgeKinds     = []string{"lexical", "never", "always", "llm", builtinJudgePrefix + "PATH"}
 	extractorKinds = []string{"lexical", "llm"}
 	readerKinds    = []string{"lexical", "llm"}
 )
@@ -49,9 +50,10 @@ skips the questions already written and finishes the run; every question appears
 exactly once. The parts are kept for that. --shard i/n runs the questions whose id
 hashes to i (0 <= i < n); distill merge joins the shards' outputs.
 
-Roles: --judge lexical|never|always|llm, --extractor lexical|llm, --reader
-lexical|llm. lexical is the built-in deterministic baseline; never and always are
-the fixed policies of the ablations. llm is a model behind an OpenAI-compatible
+Roles: --judge lexical|never|always|llm|builtin:PATH, --extractor lexical|llm,
+--reader lexical|llm. lexical is the built-in deterministic baseline; never and always
+are the fixed policies of the ablations; builtin:PATH is the judge that distill train
+--backend builtin trained (PATH: its model file, or the training directory). llm is a model behind an OpenAI-compatible
 server, named by --<role>-model and --<role>-base-url (default: OpenAI's API), with the
 key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY (servers such as vLLM or Ollama need
 none). Requests are retried on 429, 5xx and timeouts, limited by --max-concurrent,
@@ -232,6 +234,9 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 		kind, model, baseURL := c.String(role), c.String(role+"-model"), c.String(role+"-base-url")
 		w.info[i] = runner.Role{Name: kind, Model: model, BaseURL: baseURL}
 		kinds := map[string][]string{"judge": judgeKinds, "extractor": extractorKinds, "reader": readerKinds}[role]
+		if role == "judge" && strings.HasPrefix(kind, builtinJudgePrefix) {
+			kind = builtinJudgePrefix + "PATH"
+		}
 		switch {
 		case !slices.Contains(kinds, kind):
 			return w, usageErrorf("rollout: unknown --%s %q (want %s)", role, kind, strings.Join(kinds, ", "))
@@ -272,6 +277,12 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 			return w, err
 		}
 		w.roles.Judge = rollout.NewLLMJudge(ch, model)
+	default: // builtin:PATH, checked above
+		j, err := loadBuiltinJudge(strings.TrimPrefix(c.String("judge"), builtinJudgePrefix))
+		if err != nil {
+			return w, usageErrorf("rollout: --judge %s: %w", c.String("judge"), err)
+		}
+		w.roles.Judge = j
 	}
 	w.roles.Extractor = rollout.LexicalExtractor{}
 	if c.String("extractor") == "llm" {
@@ -393,4 +404,20 @@ func rounds(h map[int]int) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// builtinJudgePrefix starts a --judge value naming a trained built-in judge.
+const builtinJudgePrefix = "builtin:"
+
+// loadBuiltinJudge loads the built-in judge of a model file, or of the
+// training directory that holds it.
+func loadBuiltinJudge(path string) (*rollout.LinearJudge, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, builtin.ModelFile)
+	}
+	m, err := rollout.LoadLinearModel(path)
+	if err != nil {
+		return nil, err
+	}
+	return rollout.NewLinearJudge(m, path)
 }

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/filter"
+	"github.com/distill-rag/distill/finetune"
+)
+
+// The backends --backend can name.
+var backendKinds = []string{"local", "openai", "slurm", "builtin"}
+
+// defaultBaseModel is the method's judge.
+const defaultBaseModel = "meta-llama/Llama-3.2-3B-Instruct"
+
+func trainCommand() *cli.Command {
+	h := finetune.DefaultHyperparameters()
+	flags := []cli.Flag{
+		&cli.PathFlag{Name: "in", Usage: "`DIR` of train.parquet and val.parquet from distill filter", TakesFile: true},
+		&cli.PathFlag{Name: "out", Usage: "job `DIR`: exported data, job.json, log, result, model.json"},
+		&cli.StringFlag{Name: "backend", Value: "local", Usage: "where to train: " + strings.Join(backendKinds, ", ")},
+		&cli.StringFlag{Name: "base-model", Value: defaultBaseModel, Usage: "model to fine-tune (Hugging Face id or path; a provider's model name for openai)", EnvVars: []string{"DISTILL_BASE_MODEL"}},
+		&cli.StringFlag{Name: "name", Value: "s2g-judge", Usage: "name of the job and of its result"},
+		&cli.BoolFlag{Name: "export-only", Usage: "write the training data in every format, print its summary, and stop"},
+		&cli.BoolFlag{Name: "detach", Usage: "submit and return; follow later with distill train status DIR or distill train --out DIR"},
+		&cli.DurationFlag{Name: "poll-interval", Value: 10 * time.Second, Usage: "how often to ask how the job is doing"},
+		&cli.StringFlag{Name: "tokenizer", Usage: "model whose tokenizer counts the examples' tokens (default: an estimate)"},
+		&cli.IntFlag{Name: "lora-rank", Value: h.LoRARank, Usage: "LoRA rank"},
+		&cli.IntFlag{Name: "lora-alpha", Value: h.LoRAAlpha, Usage: "LoRA alpha"},
+		&cli.Float64Flag{Name: "lora-dropout", Value: h.LoRADropout, Usage: "LoRA dropout"},
+		&cli.StringFlag{Name: "lora-target", Value: strings.Join(h.TargetModules, ","), Usage: "modules LoRA adapts, comma-separated"},
+		&cli.Float64Flag{Name: "learning-rate", Value: h.LearningRate, Usage: "learning rate"},
+		&cli.IntFlag{Name: "epochs", Value: h.Epochs, Usage: "epochs"},
+		&cli.IntFlag{Name: "batch-size", Value: h.BatchSize, Usage: "batch size per device"},
+		&cli.IntFlag{Name: "grad-accum", Value: h.GradAccum, Usage: "gradient accumulation steps"},
+		&cli.IntFlag{Name: "max-length", Value: h.MaxLength, Usage: "maximum sequence length in tokens"},
+		&cli.IntFlag{Name: "seed", Value: h.Seed, Usage: "training seed"},
+		&cli.BoolFlag{Name: "bf16", Value: h.BF16, Usage: "train in bfloat16"},
+		&cli.StringSliceFlag{Name: "extra", Usage: "provider parameter passed through, `KEY=JSON` (repeatable)"},
+	}
+	flags = append(flags, backendFlags()...)
+	return withConfig(&cli.Command{
+		Name:  "train",
+		Usage: "fine-tune the judge with LoRA on the filtered labels, and follow the job to its end",
+		Description: `Exports train.parquet and val.parquet (from distill filter) as supervised examples whose
+prompt is exactly the judge's (system and user message) and whose completion is the label
+as the judge's JSON, in the OpenAI chat JSONL, ShareGPT (with LLaMA-Factory's
+dataset_info.json) and parquet "messages" formats, under OUT/data. --export-only stops
+there, with a summary (examples, classes, token lengths, examples over --max-length).
+
+Then it submits a LoRA SFT job to --backend and follows it: local (a trainer process on
+this machine: TRL/PEFT script or LLaMA-Factory), slurm (the same trainer in an sbatch
+job), openai (any OpenAI-compatible fine-tuning API; key from DISTILL_TRAIN_API_KEY or
+OPENAI_API_KEY), builtin (a small judge trained on this CPU in seconds, a baseline). The
+defaults are the method's: LoRA rank 16, alpha 32, dropout 0.05 on q/k/v/o/gate/up/down,
+learning rate 1e-4, 3 epochs, batch 2 x accumulation 8, max length 2048, seed 42, bf16.
+
+The job is recorded in OUT/job.json: run distill train again with the same --out to
+re-attach to it (nothing is submitted twice), distill train status OUT to see it, distill
+train cancel OUT to stop it, from any process. Interrupting distill train does not stop
+the job. When it succeeds, OUT/model.json hands it back: the adapter, model or model file,
+the hyper-parameters, the template and data hashes, the final metrics, and the commands to
+serve it and to use it as the judge.`,
+		Flags:  flags,
+		Action: trainAction,
+		Subcommands: []*cli.Command{
+			{
+				Name: "status", Usage: "show a training job recorded in DIR", ArgsUsage: "DIR",
+				Flags:  backendFlags(),
+				Action: trainStatusAction,
+			},
+			{
+				Name: "cancel", Usage: "cancel the training job recorded in DIR (idempotent)", ArgsUsage: "DIR",
+				Flags:  backendFlags(),
+				Action: trainCancelAction,
+			},
+		},
+	})
+}
+
+func trainAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("train: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
+	}
+	out := c.Path("out")
+	if out == "" {
+		return usageErrorf("train: --out is required")
+	}
+	log := loggerFrom(c)
+	// A job already recorded: re-attach.
+	if rec, err := finetune.LoadRecord(out); err == nil {
+		if c.Bool("export-only") {
+			return usageErrorf("train: %s already holds a job (%s); give another --out to export", out, rec.State.ID)
+		}
+		b, err := newBackend(c, rec.State.Backend)
+		if err != nil {
+			return err
+		}
+		log.Info("re-attaching to the recorded job", "backend", rec.State.Backend, "job", rec.State.ID, "status", rec.State.Status)
+		return followJob(c, b, rec.Job, rec.State)
+	} else if !errors.Is(err, finetune.ErrNoJob) {
+		return err
+	}
+
+	in := c.Path("in")
+	if in == "" {
+		return usageErrorf("train: --in is required (the directory of train.parquet and val.parquet from distill filter)")
+	}
+	train, val := in, ""
+	if fi, err := os.Stat(in); err == nil && fi.IsDir() {
+		train, val = filepath.Join(in, filter.TrainFile), filepath.Join(in, filter.ValFile)
+		if _, err := os.Stat(val); err != nil {
+			val = ""
+		}
+	}
+	job, err := trainJob(c)
+	if err != nil {
+		return err
+	}
+	job.Labels = finetune.Labels{Train: train, Val: val}
+	sum, err := finetune.Export(c.Context, finetune.ExportOptions{Train: train, Val: val, Dir: out, MaxLength: job.Hyper.MaxLength, Tokenizer: c.String("tokenizer")})
+	if err != nil {
+		return err
+	}
+	job.Files = sum.Files
+	if err := printExport(c, sum, out); err != nil {
+		return err
+	}
+	if c.Bool("export-only") {
+		return nil
+	}
+	b, err := newBackend(c, c.String("backend"))
+	if err != nil {
+		return err
+	}
+	st, err := b.Submit(c.Context, job)
+	if err != nil {
+		return fmt.Errorf("train: submit to %s: %w", b.Name(), err)
+	}
+	if err := finetune.SaveRecord(out, finetune.Record{Job: job, State: st}); err != nil {
+		return err
+	}
+	log.Info("job submitted", "backend", b.Name(), "job", st.ID, "status", st.Status)
+	if c.Bool("detach") {
+		return printJob(c, job, st)
+	}
+	return followJob(c, b, job, st)
+}
+
+// trainJob reads the job's flags.
+func trainJob(c *cli.Context) (finetune.Job, error) {
+	if k := c.String("backend"); !slices.Contains(backendKinds, k) {
+		return finetune.Job{}, usageErrorf("train: unknown --backend %q (want %s)", k, strings.Join(backendKinds, ", "))
+	}
+	for _, name := range []string{"lora-rank", "lora-alpha", "epochs", "batch-size", "grad-accum", "max-length"} {
+		if c.Int(name) < 1 {
+			return finetune.Job{}, usageErrorf("train: --%s must be at least 1, got %d", name, c.Int(name))
+		}
+	}
+	if d := c.Float64("lora-dropout"); d < 0 || d >= 1 {
+		return finetune.Job{}, usageErrorf("train: --lora-dropout must be in [0, 1)")
+	}
+	if c.Float64("learning-rate") <= 0 {
+		return finetune.Job{}, usageErrorf("train: --learning-rate must be positive")
+	}
+	var targets []string
+	for _, t := range strings.Split(c.String("lora-target"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return finetune.Job{}, usageErrorf("train: --lora-target names no module")
+	}
+	extra := map[string]any{}
+	for _, kv := range c.StringSlice("extra") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return finetune.Job{}, usageErrorf("train: --extra %q: want KEY=JSON", kv)
+		}
+		var val any
+		if err := json.Unmarshal([]byte(v), &val); err != nil {
+			val = v // a bare word is a string
+		}
+		extra[k] = val
+	}
+	if len(extra) == 0 {
+		extra = nil
+	}
+	dir, err := filepath.Abs(c.Path("out"))
+	if err != nil {
+		return finetune.Job{}, err
+	}
+	base := c.String("base-model")
+	if c.String("backend") == "builtin" && !c.IsSet("base-model") {
+		base = "none (built-in linear judge over lexical features)"
+	}
+	return finetune.Job{
+		Dir: dir, BaseModel: base, Name: c.String("name"), Extra: extra,
+		Hyper: finetune.Hyperparameters{
+			LoRARank: c.Int("lora-rank"), LoRAAlpha: c.Int("lora-alpha"), LoRADropout: c.Float64("lora-dropout"),
+			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"),
+			BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
+			Seed: c.Int("seed"), BF16: c.Bool("bf16"),
+		},
+	}, nil
+}
+
+// followJob follows a job to its end with a progress bar, logging what the
+// job writes to its log, and hands it back.
+func followJob(c *cli.Context, b finetune.Backend, job finetune.Job, st finetune.State) error {
+	log := loggerFrom(c)
+	bar := newProgress(c, -1, "train")
+	tail := newLogTail(job.Path(st.LogPath))
+	show := func(st finetune.State) {
+		if st.TotalSteps > 0 {
+			bar.ChangeMax64(int64(st.TotalSteps))
+			bar.Set(st.Step)
+		}
+		desc := fmt.Sprintf("train %s: %s", st.ID, st.Status)
+		if st.Loss != 0 {
+			desc += fmt.Sprintf(", loss %.4f", st.Loss)
+		}
+		bar.Describe(desc)
+		for _, line := range tail.lines() {
+			log.Info("trainer", "line", line)
+		}
+	}
+	show(st)
+	st, err := finetune.Follow(c.Context, b, job, st, finetune.FollowOptions{Interval: c.Duration("poll-interval"), OnUpdate: show})
+	show(st)
+	bar.Finish()
+	if err != nil {
+		if c.Context.Err() != nil {
+			fmt.Fprintf(c.App.ErrWriter, "distill train: stopped following; the job %s goes on (distill train status %s, distill train --out %s to re-attach, distill train cancel %s)\n",
+				st.ID, job.Dir, job.Dir, job.Dir)
+		}
+		return err
+	}
+	if err := printJob(c, job, st); err != nil {
+		return err
+	}
+	switch st.Status {
+	case finetune.StatusFailed:
+		return fmt.Errorf("train: job %s failed: %s", st.ID, st.Message)
+	case finetune.StatusCancelled:
+		return fmt.Errorf("train: job %s was cancelled", st.ID)
+	}
+	return nil
+}
+
+// printJob writes a job's state on stdout, and for a succeeded job writes
+// and shows its hand-back.
+func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
+	rows := [][2]any{
+		{"job", fmt.Sprintf("%s on %s", st.ID, st.Backend)},
+		{"status", string(st.Status)},
+		{"base model", job.BaseModel},
+	}
+	if st.TotalSteps > 0 {
+		rows = append(rows, [2]any{"progress", fmt.Sprintf("step %d of %d, loss %.4f", st.Step, st.TotalSteps, st.Loss)})
+	}
+	if st.Message != "" {
+		rows = append(rows, [2]any{"message", st.Message})
+	}
+	if st.LogPath != "" {
+		rows = append(rows, [2]any{"log", job.Path(st.LogPath)})
+	}
+	if st.Status == finetune.StatusSucceeded {
+		h, err := finetune.NewHandback(job, st)
+		if err != nil {
+			return err
+		}
+		if err := finetune.WriteHandback(job.Dir, h); err != nil {
+			return err
+		}
+		for _, r := range [][2]string{{"fine-tuned model", h.FineTunedModel}, {"adapter", h.AdapterDir}, {"model file", h.ModelFile}} {
+			if r[1] != "" {
+				rows = append(rows, [2]any{r[0], r[1]})
+			}
+		}
+		if len(h.Metrics) > 0 {
+			rows = append(rows, [2]any{"metrics", metricsText(h.Metrics)})
+		}
+		if h.Serve != "" {
+			rows = append(rows, [2]any{"serve", h.Serve})
+		}
+		rows = append(rows, [2]any{"use", h.Use}, [2]any{"hand-back", filepath.Join(job.Dir, finetune.ModelFile)})
+	}
+	return printCounts(c.App.Writer, rows)
+}
+
+func metricsText(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.FormatFloat(m[k], 'g', 4, 64)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printExport writes the export summary on stdout.
+func printExport(c *cli.Context, s finetune.ExportSummary, out string) error {
+	split := func(x finetune.SplitSummary) string {
+		if x.Examples == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%d examples (%d sufficient, %d insufficient); tokens p50 %d, p90 %d, p99 %d, max %d; %d over %d",
+			x.Examples, x.Sufficient, x.Insufficient, x.TokensP50, x.TokensP90, x.TokensP99, x.TokensMax, x.OverMaxLength, s.MaxLength)
+	}
+	return printCounts(c.App.Writer, [][2]any{
+		{"exported", filepath.Join(out, finetune.DataDir)},
+		{"train", split(s.Train)},
+		{"val", split(s.Val)},
+		{"formats", "OpenAI chat JSONL, ShareGPT + dataset_info.json, parquet messages"},
+		{"template", s.Files.TemplateHash},
+		{"data hash", s.Files.DataHash},
+	})
+}
+
+func trainStatusAction(c *cli.Context) error {
+	rec, b, err := recordedJob(c)
+	if err != nil {
+		return err
+	}
+	st, err := b.Status(c.Context, rec.Job, rec.State)
+	if err != nil {
+		return err
+	}
+	if err := finetune.SaveRecord(rec.Job.Dir, finetune.Record{Job: rec.Job, State: st}); err != nil {
+		return err
+	}
+	return printJob(c, rec.Job, st)
+}
+
+func trainCancelAction(c *cli.Context) error {
+	rec, b, err := recordedJob(c)
+	if err != nil {
+		return err
+	}
+	st, err := b.Cancel(c.Context, rec.Job, rec.State)
+	if err != nil {
+		return err
+	}
+	if err := finetune.SaveRecord(rec.Job.Dir, finetune.Record{Job: rec.Job, State: st}); err != nil {
+		return err
+	}
+	return printJob(c, rec.Job, st)
+}
+
+// recordedJob reads the job of the DIR argument and its backend.
+func recordedJob(c *cli.Context) (finetune.Record, finetune.Backend, error) {
+	if c.NArg() != 1 {
+		return finetune.Record{}, nil, usageErrorf("train %s: want one argument, the job DIR", c.Command.Name)
+	}
+	rec, err := finetune.LoadRecord(c.Args().First())
+	if errors.Is(err, finetune.ErrNoJob) {
+		return rec, nil, usageErrorf("train %s: %w", c.Command.Name, err)
+	}
+	if err != nil {
+		return rec, nil, err
+	}
+	b, err := newBackend(c, rec.State.Backend)
+	return rec, b, err
+}
+
+// logTail hands out the lines appended to a log file since the last call.
+type logTail struct {
+	path   string
+	offset int64
+	rest   string
+}
+
+func newLogTail(path string) *logTail { return &logTail{path: path} }
+
+func (t *logTail) lines() []string {
+	if t.path == "" {
+		return nil
+	}
+	f, err := os.Open(t.path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if _, err := f.Seek(t.offset, 0); err != nil {
+		return nil
+	}
+	buf := make([]byte, 1<<16)
+	var out []string
+	for {
+		n, err := f.Read(buf)
+		t.offset += int64(n)
+		t.rest += string(buf[:n])
+		if err != nil || n == 0 {
+			break
+		}
+	}
+	for {
+		i := strings.IndexByte(t.rest, '\n')
+		if i < 0 {
+			break
+		}
+		out = append(out, strings.TrimRight(t.rest[:i], "\r"))
+		t.rest = t.rest[i+1:]
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/finetune/builtin"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// offlineSFT runs rollout, label and filter on the sample in the current
+// directory and returns the filter's output directory.
+func offlineSFT(t *testing.T, rolloutArgs ...string) string {
+	t.Helper()
+	args := append([]string{"--quiet", "rollout", "--policy", "fixed", "--out", "ro"}, rolloutArgs...)
+	if r := runDistill(t, args...); r.code != 0 {
+		t.Fatalf("rollout: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runDistill(t, "--quiet", "label", "--in", "ro", "--teacher", "retrieval-truth", "--out", "lab"); r.code != 0 {
+		t.Fatalf("label: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runDistill(t, "--quiet", "filter", "--in", "lab", "--out", "sft"); r.code != 0 {
+		t.Fatalf("filter: exit %d, stderr %q", r.code, r.stderr)
+	}
+	return "sft"
+}
+
+// TestTrainBuiltinChain: the whole offline chain, then the built-in
+// backend trains a judge that rollout uses; the job can be re-attached to,
+// shown and cancelled (a no-op once it has ended) from its directory.
+func TestTrainBuiltinChain(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sft := offlineSFT(t)
+	r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "exp", "--export-only")
+	if r.code != 0 || !strings.Contains(r.stdout, "tokens p50") || !strings.Contains(r.stdout, "data hash") {
+		t.Fatalf("export-only: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join("exp", finetune.JobFile)); !os.IsNotExist(err) {
+		t.Errorf("export-only submitted a job: %v", err)
+	}
+
+	r = runDistill(t, "--quiet", "train", "--in", sft, "--out", "judge", "--backend", "builtin")
+	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "--judge builtin:") {
+		t.Fatalf("train: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	h, err := finetune.ReadHandback("judge")
+	if err != nil || h.ModelFile == "" || h.Metrics["val_accuracy"] < 0.8 || h.TemplateHash == "" || h.DataHash == "" {
+		t.Fatalf("model.json %+v, %v", h, err)
+	}
+
+	r = runDistill(t, "--quiet", "rollout", "--judge", "builtin:judge", "--out", "ro-trained")
+	if r.code != 0 {
+		t.Fatalf("rollout with the trained judge: exit %d, stderr %q", r.code, r.stderr)
+	}
+	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions))
+	if !strings.HasPrefix(rows[0].JudgeModel, rollout.LinearJudgePrefix) {
+		t.Errorf("judge model %q, want the trained judge", rows[0].JudgeModel)
+	}
+
+	for _, args := range [][]string{
+		{"train", "--out", "judge"},
+		{"train", "status", "judge"},
+		{"train", "cancel", "judge"},
+	} {
+		r := runDistill(t, append([]string{"--quiet"}, args...)...)
+		if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	r = runDistill(t, "--quiet", "train", "status", "nowhere")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "no fine-tuning job") {
+		t.Errorf("status of no job: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "rollout", "--judge", "builtin:nowhere.json", "--out", "x")
+	if r.code != exitUsage {
+		t.Errorf("rollout with a missing judge file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := builtin.Load(h.ModelFile); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestExportedPromptsAreTheJudges: a rollout whose judge is a model
+// records the requests its judge sent; after labelling and filtering, the
+// exported examples' system and user messages are byte for byte requests
+// the judge sent.
+func TestExportedPromptsAreTheJudges(t *testing.T) {
+	t.Chdir(t.TempDir())
+	srv := llmtest.NewServer(llmtest.Options{Answer: func(r llmtest.Request) string {
+		if strings.Contains(r.Messages[len(r.Messages)-1].Content, "(no evidence yet)") {
+			return `{"sufficient": false, "gap_items": [{"category": "bridge_entity", "target": "Answer", "slot": "x", "description": "y"}]}`
+		}
+		return `{"sufficient": false, "gap_items": [{"category": "attribute", "target": "Answer", "slot": "more", "description": "y"}]}`
+	}})
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	sft := offlineSFT(t, "--judge", "llm", "--judge-model", "judge-test", "--judge-base-url", srv.URL())
+	sent := map[[2]string]bool{}
+	for _, req := range srv.Requests() {
+		if len(req.Messages) == 2 {
+			sent[[2]string{req.Messages[0].Content, req.Messages[1].Content}] = true
+		}
+	}
+	if r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "exp", "--export-only"); r.code != 0 {
+		t.Fatalf("export: exit %d, stderr %q", r.code, r.stderr)
+	}
+	f, err := os.Open(filepath.Join("exp", finetune.DataDir, "train.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	n := 0
+	for sc.Scan() {
+		var ex struct {
+			Messages []struct{ Role, Content string } `json:"messages"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ex); err != nil {
+			t.Fatal(err)
+		}
+		if !sent[[2]string{ex.Messages[0].Content, ex.Messages[1].Content}] {
+			t.Fatalf("example %d's prompt was never sent by the judge:\n%s", n+1, ex.Messages[1].Content)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no examples")
+	}
+	t.Logf("%d exported prompts, all among the %d distinct prompts the judge sent", n, len(sent))
+}
