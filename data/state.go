@@ -101,11 +101,14 @@ func (s State) Verdict() Verdict {
 }
 
 // RetrievedDoc is one document retrieved in a round: its round (0-based),
-// its 1-based rank among the round's new documents, and its score.
+// its 1-based rank among the round's new documents, its score, and the
+// length of its text in bytes (what appending the raw document would add:
+// the denominator of compression).
 type RetrievedDoc struct {
 	Round int32   `parquet:"round" json:"round"`
 	Rank  int32   `parquet:"rank" json:"rank"`
 	DocID string  `parquet:"doc_id" json:"doc_id"`
 	Title string  `parquet:"title" json:"title"`
 	Score float64 `parquet:"score" json:"score"`
+	Chars int32   `parquet:"chars" json:"chars"`
 }

@@ -357,7 +357,7 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	l.tr.Counts.Retrievals++
 	l.tr.Counts.Documents += len(hits)
 	for i, h := range hits {
-		l.retrieved = append(l.retrieved, data.RetrievedDoc{Round: int32(round), Rank: int32(i + 1), DocID: h.ID, Title: h.Title, Score: h.Score})
+		l.retrieved = append(l.retrieved, data.RetrievedDoc{Round: int32(round), Rank: int32(i + 1), DocID: h.ID, Title: h.Title, Score: h.Score, Chars: int32(len(h.Text))})
 	}
 	next := &l.next
 	next.RetrieveMS = ms(d)
