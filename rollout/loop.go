@@ -213,7 +213,7 @@ func Run(ctx context.Context, q data.Question, roles Roles, opts Options) (Traje
 	switch {
 	case roles.Judge == nil:
 		return Trajectory{}, fmt.Errorf("judge: %w", ErrMissingRole)
-	case roles.Extractor == nil:
+	case roles.Extractor == nil && roles.Compressor == nil:
 		return Trajectory{}, fmt.Errorf("extractor: %w", ErrMissingRole)
 	case roles.Reader == nil:
 		return Trajectory{}, fmt.Errorf("reader: %w", ErrMissingRole)
@@ -369,6 +369,9 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 		return nil // nothing new to point at: no extractor call
 	}
 	shown := gaps[:min(len(gaps), ExtractorGaps)]
+	if l.roles.Compressor != nil {
+		return l.compress(ctx, round, shown, sentences)
+	}
 	start = time.Now()
 	res, err := l.roles.Extractor.Extract(ctx, l.q.Text, slices.Clone(shown), sentences, l.opts.MaxEvidence)
 	d = time.Since(start)
@@ -411,6 +414,36 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 
 	added := l.c.Append(chosen)
 	skipped := countTitles(chosen) - added
+	next.BlocksAdded, next.BlocksSkipped = int32(added), int32(skipped)
+	l.tr.Counts.BlocksAdded += added
+	l.tr.Counts.BlocksSkipped += skipped
+	return nil
+}
+
+// compress has the Compressor write the round's evidence and appends it;
+// it is recorded in the extractor's fields (output, model, tokens, time).
+func (l *loop) compress(ctx context.Context, round int, gaps []data.GapItem, sentences []Numbered) error {
+	next := &l.next
+	start := time.Now()
+	res, err := l.roles.Compressor.Compress(ctx, l.q.Text, slices.Clone(gaps), sentences)
+	d := time.Since(start)
+	l.tr.Extract += d
+	if err != nil {
+		return roleError(ctx, "compressor", round, err)
+	}
+	l.tr.Counts.ExtractorCalls++
+	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)
+	next.ExtractMS = ms(d)
+	next.ExtractorOutput, next.ExtractorParseError = res.Raw, res.ParseError
+	next.ExtractorModel, next.ExtractorTemplate = res.Model, res.TemplateHash
+	next.ExtractorPromptTokens, next.ExtractorCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	ev := res.Evidence
+	if res.ParseError != "" {
+		ev = nil
+		l.tr.Counts.ExtractorParseFailures++
+	}
+	added := l.c.Append(ev)
+	skipped := countTitles(ev) - added
 	next.BlocksAdded, next.BlocksSkipped = int32(added), int32(skipped)
 	l.tr.Counts.BlocksAdded += added
 	l.tr.Counts.BlocksSkipped += skipped

@@ -53,11 +53,16 @@ type Retriever interface {
 //
 // The Retriever meets the contract of package retrieve; its errors are
 // systemic.
+//
+// Compressor, when set, writes each round's evidence in place of the
+// Extractor (which may then be nil): the compression variants of the
+// ablations.
 type Roles struct {
-	Judge     Judge
-	Extractor Extractor
-	Reader    Reader
-	Retriever Retriever
+	Judge      Judge
+	Extractor  Extractor
+	Compressor Compressor
+	Reader     Reader
+	Retriever  Retriever
 }
 
 // Call records one role call for the trajectory: the raw output, why it

@@ -156,7 +156,7 @@ func newRun(o Options) (*run, error) {
 		return nil, bad("no output directory")
 	case o.Questions == nil:
 		return nil, bad("no questions")
-	case o.Roles.Judge == nil || o.Roles.Extractor == nil || o.Roles.Reader == nil || o.Roles.Retriever == nil:
+	case o.Roles.Judge == nil || (o.Roles.Extractor == nil && o.Roles.Compressor == nil) || o.Roles.Reader == nil || o.Roles.Retriever == nil:
 		return nil, fmt.Errorf("a role or the retriever is nil: %w", rollout.ErrMissingRole)
 	case o.Workers < 0, o.Limit < 0, o.CheckpointQuestions < 0, o.CheckpointInterval < 0:
 		return nil, bad("negative workers, limit or checkpoint bound")
