@@ -25,6 +25,18 @@ type StackOptions struct {
 // and returns the outer Meter, whose Snapshot gives the role's usage. See
 // the package documentation for why this order.
 func Stack(c *Client, opts StackOptions) (*Meter, error) {
+	inner, err := StackInner(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return Account(inner, AccountOptions{Role: c.Role(), Model: c.Model(), Prices: opts.Prices}), nil
+}
+
+// StackInner returns the stack without its accounting,
+// Cache(Retry(Limit(c))), for callers that account several uses of one
+// client apart (the variants of a benchmark share one cache and one set of
+// limits, each with its own Meter: Account(inner, ...)).
+func StackInner(c *Client, opts StackOptions) (Chatter, error) {
 	lim, ro := opts.limitAndRetry(c)
 	var ch Chatter = Retry(lim.Chatter(c), ro)
 	if opts.CacheDir != "" {
@@ -34,7 +46,7 @@ func Stack(c *Client, opts StackOptions) (*Meter, error) {
 			return nil, err
 		}
 	}
-	return Account(ch, AccountOptions{Role: c.Role(), Model: c.Model(), Prices: opts.Prices}), nil
+	return ch, nil
 }
 
 // StackEmbedder wraps c's embeddings in Retry(Limit(c)) with the same
