@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"context"
+	"maps"
 	"path/filepath"
 	"time"
 )
@@ -104,5 +105,5 @@ func Follow(ctx context.Context, b Backend, job Job, st State, opts FollowOption
 
 func changed(a, b State) bool {
 	return a.Status != b.Status || a.Step != b.Step || a.TotalSteps != b.TotalSteps || a.Loss != b.Loss ||
-		a.Message != b.Message || (a.Result == nil) != (b.Result == nil)
+		a.Message != b.Message || (a.Result == nil) != (b.Result == nil) || !maps.Equal(a.Data, b.Data)
 }

@@ -137,3 +137,31 @@ func TestExportedPromptsAreTheJudges(t *testing.T) {
 	}
 	t.Logf("%d exported prompts, all among the %d distinct prompts the judge sent", n, len(sent))
 }
+
+// TestTrainOpenAI fine-tunes through an OpenAI-compatible API that fails a
+// fifth of its requests: the job is followed to its end and handed back.
+func TestTrainOpenAI(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sft := offlineSFT(t)
+	srv := llmtest.NewServer(llmtest.Options{Seed: 4, ServerError: 0.1, RateLimited: 0.05, Malformed: 0.05})
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "ft", "--backend", "openai", "--train-base-url", srv.URL(),
+		"--base-model", "gpt-4o-mini-2024-07-18", "--poll-interval", "5ms", "--extra", "method={\"type\":\"supervised\"}")
+	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
+		t.Fatalf("train: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	h, err := finetune.ReadHandback("ft")
+	if err != nil || !strings.HasPrefix(h.FineTunedModel, "ft:gpt-4o-mini") || !strings.Contains(h.Use, h.FineTunedModel) {
+		t.Fatalf("model.json %+v, %v", h, err)
+	}
+	jobs := srv.FineTuneJobs()
+	// With a "method" passed through, the hyper-parameters go inside it,
+	// as the API wants them: 3 epochs, batch 2 x accumulation 8.
+	if len(jobs) != 1 || !strings.Contains(string(jobs[0].Extra["method"]), `"batch_size":16,"n_epochs":3`) {
+		t.Errorf("%d jobs on the server, method %s", len(jobs), jobs[0].Extra["method"])
+	}
+	if c := srv.Counts(); c.ServerError+c.RateLimited+c.Malformed == 0 {
+		t.Errorf("no fault was injected: %+v", c)
+	}
+}

@@ -86,6 +86,9 @@ type Options struct {
 	// BatchPolls is how many polls a batch answers in_progress before it
 	// ends (default 1). The first poll only moves it out of validating.
 	BatchPolls int
+	// FineTunePolls is how many polls a fine-tuning job answers running
+	// before it ends (default 2); see finetune.go.
+	FineTunePolls int
 }
 
 // Message is one chat message of a recorded request.
@@ -161,6 +164,7 @@ type Server struct {
 	batches     map[string]*batch
 	batchIDs    []string // in creation order
 	batchScript int
+	ft          fineTunes // fine-tuning jobs (finetune.go)
 }
 
 // NewServer starts a server on a loopback port.
@@ -310,7 +314,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var (
 		chat bool
-		op   *batchOp // a files or batches request
+		op   *batchOp    // a files or batches request
+		ft   *fineTuneOp // a fine-tuning request
 	)
 	switch r.URL.Path {
 	case "/v1/chat/completions", "/chat/completions":
@@ -318,14 +323,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case "/v1/embeddings", "/embeddings":
 	default:
 		var e *apiError
-		if op, e = s.prepareBatchOp(r, rec.Body); e != nil {
+		if isFineTunePath(r.URL.Path) {
+			ft, e = s.prepareFineTuneOp(r, rec.Body)
+		} else {
+			op, e = s.prepareBatchOp(r, rec.Body)
+		}
+		if e != nil {
 			rec.Status = e.status
 			s.record(rec)
 			writeError(w, rec.Status, e.msg, "invalid_request_error", e.code, e.param)
 			return
 		}
 	}
-	if op == nil {
+	if op == nil && ft == nil {
 		if r.Method != http.MethodPost {
 			rec.Status = http.StatusMethodNotAllowed
 			s.record(rec)
@@ -381,6 +391,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		// lost on its way back.
 		if rec.Fault == None || rec.Fault == Malformed || rec.Fault == Truncated {
 			answer, ctype = s.applyBatchOp(op)
+		}
+	case ft != nil:
+		// As for batches.
+		if rec.Fault == None || rec.Fault == Malformed || rec.Fault == Truncated {
+			answer = s.applyFineTuneOp(ft)
 		}
 	case chat:
 		answer = s.chatAnswer(rec, seq)
