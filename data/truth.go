@@ -6,30 +6,88 @@ import (
 )
 
 // NormalizeAnswer applies the SQuAD answer normalisation the method's
-// metrics use: lower case, ASCII punctuation removed (Python's
-// string.punctuation, as the official script; other characters are kept),
-// the articles a, an and the dropped, white space collapsed to single
+// metrics use, exactly as the official evaluation script does (Python 3):
+// lower case (with Python's full mappings: "İ" becomes "i" and a combining
+// dot, a final capital sigma "ς"), ASCII punctuation removed (Python's
+// string.punctuation; other characters are kept), the articles a, an and
+// the replaced by a space wherever they stand between word boundaries
+// (re's \b: "“the”" loses its word, "a–b" its "a"), and white space (as
+// Python's str.split sees it, \x1c to \x1f included) collapsed to single
 // spaces.
 func NormalizeAnswer(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range strings.ToLower(s) {
+	// Lower case, dropping ASCII punctuation on the way.
+	low := make([]rune, 0, len(s))
+	rs := []rune(s)
+	for i, r := range rs {
 		switch {
 		case r < 0x80 && strings.ContainsRune(asciiPunctuation, r):
-		case unicode.IsSpace(r):
+		case r == 0x130: // İ: Python's full lower-case mapping
+			low = append(low, 'i', 0x307)
+		case r == 0x3a3 && finalSigma(rs, i):
+			low = append(low, 0x3c2)
+		default:
+			low = append(low, unicode.ToLower(r))
+		}
+	}
+	// Articles: maximal runs of word characters that are a, an or the.
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(low); {
+		if !isWordRune(low[i]) {
+			b.WriteRune(low[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(low) && isWordRune(low[j]) {
+			j++
+		}
+		switch w := string(low[i:j]); w {
+		case "a", "an", "the":
 			b.WriteByte(' ')
 		default:
-			b.WriteRune(r)
+			b.WriteString(w)
 		}
+		i = j
 	}
-	words := strings.Fields(b.String())
-	kept := words[:0]
-	for _, w := range words {
-		if w != "a" && w != "an" && w != "the" {
-			kept = append(kept, w)
+	return strings.Join(strings.FieldsFunc(b.String(), isPythonSpace), " ")
+}
+
+// isWordRune reports whether r is a word character of Python's re in
+// Unicode mode (\w): a letter, a number or the underscore.
+func isWordRune(r rune) bool {
+	return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r)
+}
+
+// isPythonSpace reports whether str.split() splits at r.
+func isPythonSpace(r rune) bool {
+	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
+}
+
+// finalSigma reports whether the capital sigma at rs[i] ends a word, so
+// that Python lower-cases it to a final sigma: a cased letter comes before
+// it and none after it (case-ignorable characters skipped both ways).
+func finalSigma(rs []rune, i int) bool {
+	cased := func(r rune) bool { return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) }
+	ignorable := func(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk) || r == '\'' || r == '.' || r == ':' }
+	before := false
+	for j := i - 1; j >= 0; j-- {
+		if ignorable(rs[j]) {
+			continue
 		}
+		before = cased(rs[j])
+		break
 	}
-	return strings.Join(kept, " ")
+	if !before {
+		return false
+	}
+	for j := i + 1; j < len(rs); j++ {
+		if ignorable(rs[j]) {
+			continue
+		}
+		return !cased(rs[j])
+	}
+	return true
 }
 
 const asciiPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
