@@ -1,0 +1,101 @@
+package eval
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestCompare(t *testing.T) {
+	a := testReport(t)
+	b := testReport(t)
+	b.Version = "v0.0.1-test"
+	b.Variants[0].Metrics.EM = 45
+	b.Variants[0].Metrics.Latency.Question.Median = 0.24
+	b.Variants[1].Name = "summarize"
+	var out bytes.Buffer
+	if err := Compare(&out, a, b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "compare.txt.golden", out.Bytes())
+
+	fields := func(metric string) []string {
+		t.Helper()
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), metric+"  ") {
+				return strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), metric))
+			}
+		}
+		t.Fatalf("no line for %s in\n%s", metric, out.String())
+		return nil
+	}
+	for _, tt := range []struct {
+		metric string
+		want   []string
+	}{
+		{"EM", []string{"40.0", "45.0", "+5.0"}},
+		{"F1", []string{"50.0", "50.0", "0.0"}},
+		{"latency median (s)", []string{"0.25", "0.24", "-0.01"}},
+		{"FP rate (%)", []string{"20.00", "20.00", "0.00"}},
+		{"questions", []string{"5", "5", "0"}},
+	} {
+		if got := fields(tt.metric); strings.Join(got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("%s: got %q, want %q", tt.metric, got, tt.want)
+		}
+	}
+	for _, want := range []string{"only in A: no-judge", "only in B: summarize", "variant full"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("Compare output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "variant no-judge") || strings.Contains(out.String(), "variant summarize") {
+		t.Errorf("Compare compared a variant that only one report has:\n%s", out.String())
+	}
+	// The columns line up: in the block, every value of A starts where the
+	// header's "A" does.
+	col := -1
+	for _, line := range strings.Split(out.String(), "\n") {
+		switch {
+		case strings.HasPrefix(line, "  metric"):
+			col = strings.Index(line, " A ") + 1
+		case col > 0 && strings.HasPrefix(line, "  "):
+			if len(line) <= col || line[col-1] != ' ' || line[col] == ' ' {
+				t.Errorf("line %q: the A value does not start at column %d", line, col)
+			}
+		}
+	}
+	if col <= 0 {
+		t.Errorf("no header line in\n%s", out.String())
+	}
+}
+
+func TestCompareDifferentDatasets(t *testing.T) {
+	a, b := Report{Dataset: "hotpotqa"}, Report{Dataset: "2wikimultihopqa"}
+	var out bytes.Buffer
+	if err := Compare(&out, a, b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "different datasets") {
+		t.Errorf("Compare of two datasets does not say so:\n%s", out.String())
+	}
+}
+
+func TestDifference(t *testing.T) {
+	tests := []struct {
+		x, y string
+		prec int
+		want string
+	}{
+		{"40.0", "45.0", 1, "+5.0"},
+		{"45.0", "40.0", 1, "-5.0"},
+		{"0.25", "0.24", 2, "-0.01"},
+		{"1.0", "1.0", 1, "0.0"},
+		{"3", "7", 0, "+4"},
+		{"0.3461", "0.3500", 4, "+0.0039"},
+	}
+	for _, tt := range tests {
+		if got := difference(tt.x, tt.y, tt.prec); got != tt.want {
+			t.Errorf("difference(%s, %s, %d) = %q, want %q", tt.x, tt.y, tt.prec, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,503 @@
+package eval
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/rollout/llm"
+)
+
+// EM is SQuAD v1.1's exact match of a prediction against the gold answers:
+// 1 when the normalised prediction (data.NormalizeAnswer) equals one
+// normalised gold answer, else 0. Without gold answers it is 0 (the official
+// script would fail). As in the official script, a prediction and a gold
+// answer that both normalise to the empty string match.
+func EM(prediction string, golds []string) float64 {
+	p := data.NormalizeAnswer(prediction)
+	for _, g := range golds {
+		if data.NormalizeAnswer(g) == p {
+			return 1
+		}
+	}
+	return 0
+}
+
+// F1 is SQuAD v1.1's token F1 of a prediction, the maximum over the gold
+// answers: the tokens are the words of the normalised strings, their
+// overlap is the multiset intersection, and the score is 0 when nothing
+// overlaps, so an empty prediction (or gold answer) scores 0, even against
+// an empty gold answer (v1.1 behaviour; v2.0 would give 1 there). Without
+// gold answers it is 0. HotpotQA's script additionally zeroes yes/no
+// answers that differ; this does not.
+func F1(prediction string, golds []string) float64 {
+	pred := strings.Fields(data.NormalizeAnswer(prediction))
+	best := 0.0
+	for _, g := range golds {
+		if f := tokenF1(pred, strings.Fields(data.NormalizeAnswer(g))); f > best {
+			best = f
+		}
+	}
+	return best
+}
+
+// tokenF1 computes F1 with the official script's operations in its order,
+// so that the floating-point results are the same.
+func tokenF1(pred, gold []string) float64 {
+	counts := make(map[string]int, len(gold))
+	for _, t := range gold {
+		counts[t]++
+	}
+	same := 0
+	for _, t := range pred {
+		if counts[t] > 0 {
+			counts[t]--
+			same++
+		}
+	}
+	if same == 0 {
+		return 0
+	}
+	precision := float64(same) / float64(len(pred))
+	recall := float64(same) / float64(len(gold))
+	return (2 * precision * recall) / (precision + recall)
+}
+
+// The reasons a question's loop ended.
+const (
+	// EndSufficient: the judge called the evidence sufficient.
+	EndSufficient = "sufficient"
+	// EndBudget: the retrieval budget was spent without a sufficient verdict.
+	EndBudget = "budget"
+	// EndFailed: the question failed (State.Failure).
+	EndFailed = "failed"
+)
+
+// EndReasons lists the end reasons in the order reports show them.
+func EndReasons() []string { return []string{EndSufficient, EndBudget, EndFailed} }
+
+// QuestionResult is what one question's trajectory scored. EM and F1 are
+// per-question scores in [0, 1] (Metrics reports their means in percent).
+type QuestionResult struct {
+	ID       string   `json:"id"`
+	Dataset  string   `json:"dataset"`
+	Question string   `json:"question"`
+	Answer   string   `json:"answer"`
+	Golds    []string `json:"golds"`
+	EM       float64  `json:"em"`
+	F1       float64  `json:"f1"`
+	// Rounds is the number of retrievals; States the number of judge calls
+	// recorded.
+	Rounds int `json:"rounds"`
+	States int `json:"states"`
+	// GoldTitles is the number of the question's gold titles; without any,
+	// CorrectRetrieval and GoldTitleRecall are not measured (false and 0)
+	// and Metrics leaves the question out of their averages.
+	GoldTitles int `json:"gold_titles"`
+	// CorrectRetrieval: every gold title is among the titles retrieved;
+	// GoldTitleRecall is the share of them that are, in [0, 1].
+	CorrectRetrieval bool    `json:"correct_retrieval"`
+	GoldTitleRecall  float64 `json:"gold_title_recall"`
+	// AnswerInEvidence: a gold answer appears in the final context.
+	AnswerInEvidence bool `json:"answer_in_evidence"`
+	// EvidenceChars is the length in bytes of the final context as the
+	// reader saw it (State.Context); RawChars the summed length of the
+	// documents retrieved (RetrievedDoc.Chars); EvidenceTokens the final
+	// context's tokens (llm.CountTokens without a model name: cl100k_base).
+	EvidenceChars  int `json:"evidence_chars"`
+	RawChars       int `json:"raw_chars"`
+	EvidenceTokens int `json:"evidence_tokens"`
+	// Time spent in milliseconds: in total and per stage, summed over the
+	// question's states.
+	LatencyMS  float64 `json:"latency_ms"`
+	JudgeMS    float64 `json:"judge_ms"`
+	RetrieveMS float64 `json:"retrieve_ms"`
+	ExtractMS  float64 `json:"extract_ms"`
+	ReadMS     float64 `json:"read_ms"`
+	// Failure is why the question failed, empty when it did not.
+	Failure string `json:"failure,omitempty"`
+	// EndReason is EndSufficient, EndBudget or EndFailed.
+	EndReason string `json:"end_reason"`
+	// Premature: the loop stopped on a sufficient verdict while the gold
+	// evidence was not all there (measured only with gold titles).
+	Premature bool `json:"premature"`
+	// Judgments are the calibration points of the question's judge calls.
+	Judgments []Judgment `json:"judgments"`
+}
+
+// Judgment is one judge call set against retrieval truth: what the judge
+// said of the state's evidence, and whether the gold evidence was all there
+// (data.JudgeTruth(...).Complete). Measured is false for questions without
+// gold titles, whose states calibration leaves out.
+type Judgment struct {
+	Round            int  `json:"round"`
+	JudgedSufficient bool `json:"judged_sufficient"`
+	GoldComplete     bool `json:"gold_complete"`
+	Measured         bool `json:"measured"`
+}
+
+// Metrics are the numbers of one variant over a set of questions.
+//
+// Every rate and share is a percentage (0-100, as the paper reports them);
+// the compression ratios are fractions; latencies are in seconds. EM, F1,
+// correct retrieval, gold-title recall and answer-in-evidence count a failed
+// question as wrong (they are over all questions; the retrieval numbers over
+// the questions with gold titles). Rounds, compression and latency are over
+// the questions that completed. Calibration is over the judge calls of
+// questions with gold titles.
+type Metrics struct {
+	Questions int `json:"questions"`
+	Failed    int `json:"failed"`
+	// EM and F1 are the mean per-question scores.
+	EM float64 `json:"em"`
+	F1 float64 `json:"f1"`
+	// GoldTitleQuestions is the number of questions with gold titles, the
+	// base of CorrectRetrieval and GoldTitleRecall.
+	GoldTitleQuestions int     `json:"gold_title_questions"`
+	CorrectRetrieval   float64 `json:"correct_retrieval"`
+	GoldTitleRecall    float64 `json:"gold_title_recall"`
+	AnswerInEvidence   float64 `json:"answer_in_evidence"`
+	// Premature is the share of completed questions with gold titles that
+	// stopped on a sufficient verdict without the gold evidence.
+	Premature   float64     `json:"premature"`
+	Calibration Calibration `json:"calibration"`
+	// Rounds is the histogram of retrievals per completed question:
+	// Rounds[n] questions used n retrievals.
+	Rounds     []int   `json:"rounds"`
+	MeanRounds float64 `json:"mean_rounds"`
+	// EndReasons counts questions by end reason (every reason present).
+	EndReasons map[string]int `json:"end_reasons"`
+	// GapCategories counts the gap items of every judge call by category
+	// (data.NormalizeCategory; every category present).
+	GapCategories map[string]int `json:"gap_categories"`
+	Compression   Compression    `json:"compression"`
+	Latency       Latency        `json:"latency"`
+	// Usage is the model client's accounting per role; CostUSD its total.
+	Usage   []llm.Stats `json:"usage"`
+	CostUSD float64     `json:"cost_usd"`
+}
+
+// Calibration sets the judge's sufficiency verdicts against retrieval
+// truth. A positive is a state judged sufficient; it is true when the gold
+// evidence was complete. Every judge call counts, the round-0 verdict on
+// empty evidence included (a "sufficient" there, which the loop overrides,
+// is a false positive).
+type Calibration struct {
+	// States is the number of judge calls counted; Unmeasured those left
+	// out because their question has no gold titles.
+	States     int       `json:"states"`
+	Unmeasured int       `json:"unmeasured"`
+	Confusion  Confusion `json:"confusion"`
+	// FalsePositiveRate is FP/(FP+TN), in percent: of the states whose gold
+	// evidence was incomplete, those judged sufficient.
+	FalsePositiveRate float64 `json:"false_positive_rate"`
+	// CompleteJudgedInsufficient is FN/(TP+FN), in percent: of the states
+	// whose gold evidence was all there, those judged insufficient.
+	CompleteJudgedInsufficient float64 `json:"complete_judged_insufficient"`
+}
+
+// Confusion is the confusion matrix of the sufficiency verdicts.
+type Confusion struct {
+	TP int `json:"tp"`
+	FP int `json:"fp"`
+	FN int `json:"fn"`
+	TN int `json:"tn"`
+}
+
+// Compression compares the evidence given to the reader with the raw
+// documents retrieved, over completed questions.
+type Compression struct {
+	EvidenceChars int64 `json:"evidence_chars"`
+	RawChars      int64 `json:"raw_chars"`
+	// Ratio is EvidenceChars/RawChars; MeanRatio the mean of the
+	// per-question ratios (questions that retrieved nothing left out).
+	Ratio              float64 `json:"ratio"`
+	MeanRatio          float64 `json:"mean_ratio"`
+	EvidenceTokens     int64   `json:"evidence_tokens"`
+	MeanEvidenceTokens float64 `json:"mean_evidence_tokens"`
+}
+
+// Latency is the wall time per completed question, in total and per stage.
+type Latency struct {
+	Question Spread `json:"question"`
+	Judge    Spread `json:"judge"`
+	Retrieve Spread `json:"retrieve"`
+	Extract  Spread `json:"extract"`
+	Read     Spread `json:"read"`
+}
+
+// Spread summarises durations, in seconds. Percentiles interpolate
+// linearly between the closest ranks (numpy's default).
+type Spread struct {
+	Median float64 `json:"median_s"`
+	P90    float64 `json:"p90_s"`
+	Mean   float64 `json:"mean_s"`
+}
+
+// Compute scores the trajectories of one variant. states are the rows of a
+// trajectories file; rows are grouped by QuestionID (results come in the
+// order questions first appear) and ordered by Round within a question.
+// Every question id must be in questions and have one final row. usage is
+// the variant's accounting, copied into the metrics.
+func Compute(states []data.State, questions map[string]data.Question, usage []llm.Stats) (Metrics, []QuestionResult, error) {
+	var order []string
+	groups := make(map[string][]data.State)
+	for _, s := range states {
+		if s.QuestionID == "" {
+			return Metrics{}, nil, fmt.Errorf("compute metrics: a row has no question id")
+		}
+		if _, ok := groups[s.QuestionID]; !ok {
+			if _, ok := questions[s.QuestionID]; !ok {
+				return Metrics{}, nil, fmt.Errorf("compute metrics: question %s is not among the questions given", s.QuestionID)
+			}
+			order = append(order, s.QuestionID)
+		}
+		groups[s.QuestionID] = append(groups[s.QuestionID], s)
+	}
+	results := make([]QuestionResult, 0, len(order))
+	for _, id := range order {
+		r, err := scoreQuestion(questions[id], groups[id])
+		if err != nil {
+			return Metrics{}, nil, fmt.Errorf("compute metrics: question %s: %w", id, err)
+		}
+		results = append(results, r)
+	}
+	m := aggregate(results, groups)
+	m.Usage = append([]llm.Stats{}, usage...)
+	for _, u := range usage {
+		m.CostUSD += u.CostUSD
+	}
+	return m, results, nil
+}
+
+// scoreQuestion scores one question's rows.
+func scoreQuestion(q data.Question, rows []data.State) (QuestionResult, error) {
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b data.State) int { return cmp.Compare(a.Round, b.Round) })
+	var final, latest *data.State
+	r := QuestionResult{ID: q.ID, Dataset: q.Dataset, Question: q.Text, Golds: slices.Clone(q.Answers), GoldTitles: len(q.GoldTitles)}
+	for i := range rows {
+		s := &rows[i]
+		if s.IsFinal {
+			if final != nil {
+				return r, fmt.Errorf("two final rows (rounds %d and %d)", final.Round, s.Round)
+			}
+			final = s
+		}
+		if s.Failure != "" {
+			r.Failure = s.Failure
+		}
+		r.JudgeMS += s.JudgeMS
+		r.RetrieveMS += s.RetrieveMS
+		r.ExtractMS += s.ExtractMS
+		r.ReadMS += s.ReadMS
+		if s.Failure != "" {
+			continue // a failure row records no judge call
+		}
+		latest = s
+		r.States++
+		j := Judgment{Round: int(s.Round), JudgedSufficient: s.Sufficient, Measured: len(q.GoldTitles) > 0}
+		if j.Measured {
+			j.GoldComplete = data.JudgeTruth(q, s.Evidence).Complete
+		}
+		r.Judgments = append(r.Judgments, j)
+	}
+	if final == nil {
+		return r, fmt.Errorf("no final row among its %d rows", len(rows))
+	}
+	r.LatencyMS = r.JudgeMS + r.RetrieveMS + r.ExtractMS + r.ReadMS
+	if r.Failure == "" {
+		latest = final
+		r.Answer = final.Answer
+		r.EM = EM(final.Answer, q.Answers)
+		r.F1 = F1(final.Answer, q.Answers)
+		r.EndReason = EndBudget
+		if final.Sufficient {
+			r.EndReason = EndSufficient
+		}
+	} else {
+		r.EndReason = EndFailed
+	}
+	if latest == nil {
+		return r, nil // failed before its first judge call
+	}
+	r.Rounds = int(latest.Round)
+	retrieved := make(map[string]bool, len(latest.Retrieved))
+	for _, d := range latest.Retrieved {
+		retrieved[d.Title] = true
+		r.RawChars += int(d.Chars)
+	}
+	found := 0
+	for _, t := range q.GoldTitles {
+		if retrieved[t] {
+			found++
+		}
+	}
+	if len(q.GoldTitles) > 0 {
+		r.CorrectRetrieval = found == len(q.GoldTitles)
+		r.GoldTitleRecall = float64(found) / float64(len(q.GoldTitles))
+	}
+	truth := data.JudgeTruth(q, latest.Evidence)
+	r.AnswerInEvidence = truth.AnswerFound
+	r.Premature = r.EndReason == EndSufficient && len(q.GoldTitles) > 0 && !truth.Complete
+	r.EvidenceChars = len(latest.Context)
+	r.EvidenceTokens = llm.CountTokens("", latest.Context)
+	return r, nil
+}
+
+// aggregate turns per-question results (and their rows, for the gap items)
+// into Metrics, without usage.
+func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics {
+	m := Metrics{
+		Questions:     len(results),
+		EndReasons:    make(map[string]int),
+		GapCategories: make(map[string]int),
+		Rounds:        []int{},
+	}
+	for _, e := range EndReasons() {
+		m.EndReasons[e] = 0
+	}
+	for _, c := range data.GapCategories() {
+		m.GapCategories[c] = 0
+	}
+	var (
+		em, f1, recall, rounds, ratios         float64
+		correct, inEvidence, premature, gold   int
+		completed, completedGold, ratioN       int
+		total, judge, retrieve, extract, readT []float64
+	)
+	cal := &m.Calibration
+	for _, r := range results {
+		m.EndReasons[r.EndReason]++
+		em += r.EM
+		f1 += r.F1
+		if r.AnswerInEvidence {
+			inEvidence++
+		}
+		if r.GoldTitles > 0 {
+			gold++
+			recall += r.GoldTitleRecall
+			if r.CorrectRetrieval {
+				correct++
+			}
+		}
+		for _, s := range groups[r.ID] {
+			if s.Failure != "" {
+				continue
+			}
+			for _, g := range s.GapItems {
+				m.GapCategories[data.NormalizeCategory(g.Category)]++
+			}
+		}
+		for _, j := range r.Judgments {
+			if !j.Measured {
+				cal.Unmeasured++
+				continue
+			}
+			cal.States++
+			switch {
+			case j.JudgedSufficient && j.GoldComplete:
+				cal.Confusion.TP++
+			case j.JudgedSufficient:
+				cal.Confusion.FP++
+			case j.GoldComplete:
+				cal.Confusion.FN++
+			default:
+				cal.Confusion.TN++
+			}
+		}
+		if r.Failure != "" {
+			m.Failed++
+			continue
+		}
+		completed++
+		if r.GoldTitles > 0 {
+			completedGold++
+		}
+		if r.Premature {
+			premature++
+		}
+		for len(m.Rounds) <= r.Rounds {
+			m.Rounds = append(m.Rounds, 0)
+		}
+		m.Rounds[r.Rounds]++
+		rounds += float64(r.Rounds)
+		m.Compression.EvidenceChars += int64(r.EvidenceChars)
+		m.Compression.RawChars += int64(r.RawChars)
+		m.Compression.EvidenceTokens += int64(r.EvidenceTokens)
+		if r.RawChars > 0 {
+			ratios += float64(r.EvidenceChars) / float64(r.RawChars)
+			ratioN++
+		}
+		total = append(total, r.LatencyMS/1000)
+		judge = append(judge, r.JudgeMS/1000)
+		retrieve = append(retrieve, r.RetrieveMS/1000)
+		extract = append(extract, r.ExtractMS/1000)
+		readT = append(readT, r.ReadMS/1000)
+	}
+	m.EM = percent(em, len(results))
+	m.F1 = percent(f1, len(results))
+	m.AnswerInEvidence = percent(float64(inEvidence), len(results))
+	m.GoldTitleQuestions = gold
+	m.CorrectRetrieval = percent(float64(correct), gold)
+	m.GoldTitleRecall = percent(recall, gold)
+	m.MeanRounds = mean(rounds, completed)
+	m.Premature = percent(float64(premature), completedGold)
+	c := cal.Confusion
+	cal.FalsePositiveRate = percent(float64(c.FP), c.FP+c.TN)
+	cal.CompleteJudgedInsufficient = percent(float64(c.FN), c.TP+c.FN)
+	if m.Compression.RawChars > 0 {
+		m.Compression.Ratio = float64(m.Compression.EvidenceChars) / float64(m.Compression.RawChars)
+	}
+	m.Compression.MeanRatio = mean(ratios, ratioN)
+	m.Compression.MeanEvidenceTokens = mean(float64(m.Compression.EvidenceTokens), completed)
+	m.Latency = Latency{
+		Question: spread(total), Judge: spread(judge), Retrieve: spread(retrieve),
+		Extract: spread(extract), Read: spread(readT),
+	}
+	return m
+}
+
+// percent is 100*sum/n, in the official SQuAD script's order of
+// operations, and 0 when n is 0.
+func percent(sum float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return 100 * sum / float64(n)
+}
+
+func mean(sum float64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+func spread(xs []float64) Spread {
+	if len(xs) == 0 {
+		return Spread{}
+	}
+	sum := 0.0
+	for _, x := range xs {
+		sum += x
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Spread{Median: quantile(s, 0.5), P90: quantile(s, 0.9), Mean: sum / float64(len(s))}
+}
+
+// quantile returns the q-quantile of sorted, interpolating linearly between
+// the closest ranks.
+func quantile(sorted []float64, q float64) float64 {
+	pos := q * float64(len(sorted)-1)
+	lo := math.Floor(pos)
+	i := int(lo)
+	if i+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[i] + (pos-lo)*(sorted[i+1]-sorted[i])
+}

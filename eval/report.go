@@ -1,0 +1,389 @@
+package eval
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// VariantReport is one variant's numbers in a report.
+type VariantReport struct {
+	Name        string  `json:"name"`
+	Description string  `json:"description,omitempty"`
+	Metrics     Metrics `json:"metrics"`
+	// Roles maps each role (judge, extractor, reader, ...) to the model
+	// that played it.
+	Roles map[string]string `json:"roles,omitempty"`
+}
+
+// Report is the result of a benchmark on one dataset: what report.json
+// holds and report.md shows.
+type Report struct {
+	Dataset   string          `json:"dataset"`
+	Questions int             `json:"questions"`
+	Variants  []VariantReport `json:"variants"`
+	CreatedAt time.Time       `json:"created_at"`
+	// Version is the toolkit's version that made the report.
+	Version string `json:"version,omitempty"`
+	// Paper holds reference EM and F1 numbers (percent) to show beside the
+	// variants', keyed by variant name; see PaperHotpotQABM25.
+	Paper map[string][2]float64 `json:"paper,omitempty"`
+}
+
+// PaperHotpotQABM25 returns the paper's EM and F1 on HotpotQA with BM25
+// for the variants it reports (its ablation and compression tables), keyed
+// by variant name. The map is a fresh copy.
+func PaperHotpotQABM25() map[string][2]float64 {
+	return map[string][2]float64{
+		"full":         {43.3, 56.5},
+		"no-sft":       {39.2, 50.8},
+		"no-judge":     {27.5, 37.6},
+		"no-extractor": {39.5, 52.5},
+		"summarize":    {36.9, 48.1},
+		"extractive":   {41.4, 53.8},
+		"abstractive":  {34.9, 46.4},
+	}
+}
+
+// WriteJSON writes r as indented JSON (report.json).
+func WriteJSON(w io.Writer, r Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write report json: %w", err)
+	}
+	return nil
+}
+
+// ReadReport reads a report written by WriteJSON.
+func ReadReport(path string) (Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Report{}, fmt.Errorf("read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Report{}, fmt.Errorf("read report %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// The precision each kind of number is shown with, in report.md and by
+// Compare. EM and F1 have one decimal like the paper's tables; the
+// calibration rates two, like its 6.44%; ratios four, like its 0.3461.
+const (
+	precPercent = 1
+	precRate    = 2
+	precRatio   = 4
+	precMean    = 2
+	precSeconds = 2
+	precUSD     = 4
+)
+
+// metric is one scalar of Metrics, with how to show it.
+type metric struct {
+	name string
+	prec int // digits after the point; 0 for counts
+	get  func(Metrics) float64
+}
+
+// scalarMetrics lists the scalars of Metrics that Compare shows.
+func scalarMetrics() []metric {
+	return []metric{
+		{"questions", 0, func(m Metrics) float64 { return float64(m.Questions) }},
+		{"failed", 0, func(m Metrics) float64 { return float64(m.Failed) }},
+		{"EM", precPercent, func(m Metrics) float64 { return m.EM }},
+		{"F1", precPercent, func(m Metrics) float64 { return m.F1 }},
+		{"correct retrieval (%)", precPercent, func(m Metrics) float64 { return m.CorrectRetrieval }},
+		{"gold-title recall (%)", precPercent, func(m Metrics) float64 { return m.GoldTitleRecall }},
+		{"answer in evidence (%)", precPercent, func(m Metrics) float64 { return m.AnswerInEvidence }},
+		{"premature stops (%)", precPercent, func(m Metrics) float64 { return m.Premature }},
+		{"judged states", 0, func(m Metrics) float64 { return float64(m.Calibration.States) }},
+		{"FP rate (%)", precRate, func(m Metrics) float64 { return m.Calibration.FalsePositiveRate }},
+		{"complete judged insufficient (%)", precRate, func(m Metrics) float64 { return m.Calibration.CompleteJudgedInsufficient }},
+		{"mean rounds", precMean, func(m Metrics) float64 { return m.MeanRounds }},
+		{"compression ratio", precRatio, func(m Metrics) float64 { return m.Compression.Ratio }},
+		{"mean compression ratio", precRatio, func(m Metrics) float64 { return m.Compression.MeanRatio }},
+		{"mean evidence tokens", precMean, func(m Metrics) float64 { return m.Compression.MeanEvidenceTokens }},
+		{"latency median (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Question.Median }},
+		{"latency p90 (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Question.P90 }},
+		{"latency mean (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Question.Mean }},
+		{"judge median (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Judge.Median }},
+		{"retrieve median (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Retrieve.Median }},
+		{"extract median (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Extract.Median }},
+		{"read median (s)", precSeconds, func(m Metrics) float64 { return m.Latency.Read.Median }},
+		{"cost (USD)", precUSD, func(m Metrics) float64 { return m.CostUSD }},
+	}
+}
+
+// num formats x with prec digits after the point.
+func num(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
+
+// WriteMarkdown writes r as report.md: the headline table in the shape of
+// the paper's (variants by EM, F1, correct retrieval, rounds, compression,
+// latency and cost), then retrieval and evidence, sufficiency calibration,
+// rounds, end reasons, gap categories, latency per stage and usage. Every
+// number is a number of report.json rounded to the precision shown.
+func WriteMarkdown(w io.Writer, r Report) error {
+	var b bytes.Buffer
+	dataset := r.Dataset
+	if dataset == "" {
+		dataset = "(unnamed dataset)"
+	}
+	fmt.Fprintf(&b, "# Benchmark: %s\n\n", mdEscape(dataset))
+	fmt.Fprintf(&b, "%d questions", r.Questions)
+	if !r.CreatedAt.IsZero() {
+		fmt.Fprintf(&b, ", %s", r.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	if r.Version != "" {
+		fmt.Fprintf(&b, ", distill %s", mdEscape(r.Version))
+	}
+	b.WriteString(".\n\n")
+
+	writeHeadline(&b, r)
+	writeVariants(&b, r)
+	writeEvidence(&b, r)
+	writeCalibration(&b, r)
+	writeRounds(&b, r)
+	writeEndReasons(&b, r)
+	writeGaps(&b, r)
+	writeStages(&b, r)
+	writeUsage(&b, r)
+
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("write report markdown: %w", err)
+	}
+	return nil
+}
+
+func writeHeadline(b *bytes.Buffer, r Report) {
+	b.WriteString("## Results\n\n")
+	withPaper := false
+	for _, v := range r.Variants {
+		if _, ok := r.Paper[v.Name]; ok {
+			withPaper = true
+		}
+	}
+	t := table{header: []string{"variant", "EM", "F1"}}
+	if withPaper {
+		t.header = append(t.header, "paper EM", "paper F1")
+	}
+	t.header = append(t.header, "correct retrieval (%)", "mean rounds", "compression ratio",
+		"latency median (s)", "latency p90 (s)", "cost (USD)")
+	for _, v := range r.Variants {
+		m := v.Metrics
+		row := []string{v.Name, num(m.EM, precPercent), num(m.F1, precPercent)}
+		if withPaper {
+			if p, ok := r.Paper[v.Name]; ok {
+				row = append(row, num(p[0], precPercent), num(p[1], precPercent))
+			} else {
+				row = append(row, "-", "-")
+			}
+		}
+		row = append(row, num(m.CorrectRetrieval, precPercent), num(m.MeanRounds, precMean),
+			num(m.Compression.Ratio, precRatio), num(m.Latency.Question.Median, precSeconds),
+			num(m.Latency.Question.P90, precSeconds), num(m.CostUSD, precUSD))
+		t.rows = append(t.rows, row)
+	}
+	t.write(b)
+	b.WriteString("EM and F1: SQuAD normalisation, best over the gold answers, in percent; a failed question scores 0. " +
+		"Correct retrieval: every gold title retrieved. Compression ratio: evidence context characters over raw retrieved document characters. " +
+		"Latency: wall time per question.\n\n")
+}
+
+func writeVariants(b *bytes.Buffer, r Report) {
+	b.WriteString("## Variants\n\n")
+	t := table{header: []string{"variant", "description", "roles"}, left: 3}
+	for _, v := range r.Variants {
+		var roles []string
+		for _, role := range slices.Sorted(maps.Keys(v.Roles)) {
+			roles = append(roles, role+": "+v.Roles[role])
+		}
+		t.rows = append(t.rows, []string{v.Name, v.Description, strings.Join(roles, "; ")})
+	}
+	t.write(b)
+}
+
+func writeEvidence(b *bytes.Buffer, r Report) {
+	b.WriteString("## Retrieval and evidence\n\n")
+	t := table{header: []string{"variant", "questions", "failed", "gold-title questions", "gold-title recall (%)",
+		"answer in evidence (%)", "premature stops (%)", "evidence chars", "raw chars", "mean compression ratio",
+		"evidence tokens", "mean evidence tokens"}}
+	for _, v := range r.Variants {
+		m := v.Metrics
+		c := m.Compression
+		t.rows = append(t.rows, []string{v.Name, strconv.Itoa(m.Questions), strconv.Itoa(m.Failed),
+			strconv.Itoa(m.GoldTitleQuestions), num(m.GoldTitleRecall, precPercent),
+			num(m.AnswerInEvidence, precPercent), num(m.Premature, precPercent),
+			strconv.FormatInt(c.EvidenceChars, 10), strconv.FormatInt(c.RawChars, 10), num(c.MeanRatio, precRatio),
+			strconv.FormatInt(c.EvidenceTokens, 10), num(c.MeanEvidenceTokens, precMean)})
+	}
+	t.write(b)
+	b.WriteString("Premature stops: completed questions that stopped on a sufficient verdict without the gold evidence. " +
+		"Evidence tokens: cl100k_base.\n\n")
+}
+
+func writeCalibration(b *bytes.Buffer, r Report) {
+	b.WriteString("## Sufficiency calibration\n\n")
+	t := table{header: []string{"variant", "states", "TP", "FP", "FN", "TN", "FP rate (%)",
+		"complete judged insufficient (%)", "unmeasured states"}}
+	for _, v := range r.Variants {
+		c := v.Metrics.Calibration
+		t.rows = append(t.rows, []string{v.Name, strconv.Itoa(c.States),
+			strconv.Itoa(c.Confusion.TP), strconv.Itoa(c.Confusion.FP), strconv.Itoa(c.Confusion.FN), strconv.Itoa(c.Confusion.TN),
+			num(c.FalsePositiveRate, precRate), num(c.CompleteJudgedInsufficient, precRate), strconv.Itoa(c.Unmeasured)})
+	}
+	t.write(b)
+	b.WriteString("Every judge call against retrieval truth (all gold titles in the evidence and a gold answer in it). " +
+		"FP rate: judged sufficient among states without the gold evidence, FP/(FP+TN). " +
+		"Complete judged insufficient: FN/(TP+FN). Unmeasured: states of questions without gold titles.\n\n")
+}
+
+func writeRounds(b *bytes.Buffer, r Report) {
+	b.WriteString("## Rounds\n\n")
+	n := 0
+	for _, v := range r.Variants {
+		n = max(n, len(v.Metrics.Rounds))
+	}
+	t := table{header: []string{"variant"}}
+	for i := range n {
+		t.header = append(t.header, strconv.Itoa(i))
+	}
+	t.header = append(t.header, "mean")
+	for _, v := range r.Variants {
+		row := []string{v.Name}
+		for i := range n {
+			c := 0
+			if i < len(v.Metrics.Rounds) {
+				c = v.Metrics.Rounds[i]
+			}
+			row = append(row, strconv.Itoa(c))
+		}
+		t.rows = append(t.rows, append(row, num(v.Metrics.MeanRounds, precMean)))
+	}
+	t.write(b)
+	b.WriteString("Completed questions by the number of retrievals they used.\n\n")
+}
+
+func writeEndReasons(b *bytes.Buffer, r Report) {
+	b.WriteString("## End reasons\n\n")
+	keys := mapKeys(r, EndReasons(), func(m Metrics) map[string]int { return m.EndReasons })
+	writeCounts(b, r, keys, func(m Metrics) map[string]int { return m.EndReasons })
+}
+
+func writeGaps(b *bytes.Buffer, r Report) {
+	b.WriteString("## Gap categories\n\n")
+	keys := mapKeys(r, data.GapCategories(), func(m Metrics) map[string]int { return m.GapCategories })
+	writeCounts(b, r, keys, func(m Metrics) map[string]int { return m.GapCategories })
+}
+
+// mapKeys returns first, then the other keys of every variant's map, sorted.
+func mapKeys(r Report, first []string, get func(Metrics) map[string]int) []string {
+	var extra []string
+	for _, v := range r.Variants {
+		for k := range get(v.Metrics) {
+			if !slices.Contains(first, k) && !slices.Contains(extra, k) {
+				extra = append(extra, k)
+			}
+		}
+	}
+	slices.Sort(extra)
+	return append(slices.Clone(first), extra...)
+}
+
+func writeCounts(b *bytes.Buffer, r Report, keys []string, get func(Metrics) map[string]int) {
+	t := table{header: append([]string{"variant"}, keys...)}
+	for _, v := range r.Variants {
+		row := []string{v.Name}
+		for _, k := range keys {
+			row = append(row, strconv.Itoa(get(v.Metrics)[k]))
+		}
+		t.rows = append(t.rows, row)
+	}
+	t.write(b)
+}
+
+func writeStages(b *bytes.Buffer, r Report) {
+	b.WriteString("## Latency per stage (s)\n\n")
+	t := table{header: []string{"variant"}}
+	for _, s := range []string{"question", "judge", "retrieve", "extract", "read"} {
+		t.header = append(t.header, s+" median", s+" p90", s+" mean")
+	}
+	for _, v := range r.Variants {
+		l := v.Metrics.Latency
+		row := []string{v.Name}
+		for _, s := range []Spread{l.Question, l.Judge, l.Retrieve, l.Extract, l.Read} {
+			row = append(row, num(s.Median, precSeconds), num(s.P90, precSeconds), num(s.Mean, precSeconds))
+		}
+		t.rows = append(t.rows, row)
+	}
+	t.write(b)
+	b.WriteString("Per completed question: the time of each stage summed over its rounds.\n\n")
+}
+
+func writeUsage(b *bytes.Buffer, r Report) {
+	b.WriteString("## Usage\n\n")
+	t := table{header: []string{"variant", "role", "model", "requests", "cached", "retries", "failures",
+		"prompt tokens", "completion tokens", "cost (USD)"}, left: 3}
+	for _, v := range r.Variants {
+		for _, u := range v.Metrics.Usage {
+			t.rows = append(t.rows, []string{v.Name, u.Role, u.Model, strconv.FormatInt(u.Requests, 10),
+				strconv.FormatInt(u.CachedHits, 10), strconv.FormatInt(u.Retries, 10), strconv.FormatInt(u.Failures, 10),
+				strconv.FormatInt(u.PromptTokens, 10), strconv.FormatInt(u.CompletionTokens, 10), num(u.CostUSD, precUSD)})
+		}
+	}
+	if len(t.rows) == 0 {
+		b.WriteString("No model usage was recorded.\n")
+		return
+	}
+	t.write(b)
+}
+
+// table is a Markdown table: the first left columns (at least one) are
+// left-aligned, the others, numbers, right-aligned.
+type table struct {
+	header []string
+	rows   [][]string
+	left   int
+}
+
+func (t table) write(b *bytes.Buffer) {
+	line := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" " + mdEscape(c) + " |")
+		}
+		b.WriteString("\n")
+	}
+	line(t.header)
+	b.WriteString("|")
+	for i := range t.header {
+		if i < max(t.left, 1) {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range t.rows {
+		line(r)
+	}
+	b.WriteString("\n")
+}
+
+// mdEscape makes s safe inside a table cell: one line, no bare pipes.
+func mdEscape(s string) string {
+	s = strings.ReplaceAll(s, "\\", "\\\\")
+	s = strings.ReplaceAll(s, "|", "\\|")
+	return strings.Join(strings.Fields(s), " ")
+}
