@@ -105,7 +105,8 @@ type QuestionResult struct {
 	AnswerInEvidence bool `json:"answer_in_evidence"`
 	// EvidenceChars is the length in bytes of the final context as the
 	// reader saw it (State.Context); RawChars the summed length of the
-	// documents retrieved (RetrievedDoc.Chars); EvidenceTokens the final
+	// documents retrieved as the context would show them whole (RetrievedDoc.Chars
+	// plus each "[title]" line); EvidenceTokens the final
 	// context's tokens (llm.CountTokens without a model name: cl100k_base).
 	EvidenceChars  int `json:"evidence_chars"`
 	RawChars       int `json:"raw_chars"`
@@ -328,7 +329,10 @@ func scoreQuestion(q data.Question, rows []data.State) (QuestionResult, error) {
 	retrieved := make(map[string]bool, len(latest.Retrieved))
 	for _, d := range latest.Retrieved {
 		retrieved[d.Title] = true
-		r.RawChars += int(d.Chars)
+		// The document as the context would show it whole: its text and
+		// its "[title]" line, so that appending raw documents is a ratio
+		// of about 1.
+		r.RawChars += int(d.Chars) + len(data.OneLine(d.Title)) + len("[]\n\n")
 	}
 	found := 0
 	for _, t := range q.GoldTitles {

@@ -171,13 +171,13 @@ func TestComputeQuestionResults(t *testing.T) {
 	want := []QuestionResult{
 		{ID: "q1", Dataset: "toy", Question: "Where is the Eiffel Tower?", Answer: "Paris", Golds: []string{"Paris"},
 			EM: 1, F1: 1, Rounds: 2, States: 3, GoldTitles: 2, CorrectRetrieval: true, GoldTitleRecall: 1,
-			AnswerInEvidence: true, EvidenceChars: len(ctxEiffel), RawChars: 2000, EvidenceTokens: tokens(ctxEiffel),
+			AnswerInEvidence: true, EvidenceChars: len(ctxEiffel), RawChars: 2035, EvidenceTokens: tokens(ctxEiffel),
 			LatencyMS: 1140, JudgeMS: 300, RetrieveMS: 40, ExtractMS: 600, ReadMS: 200,
 			EndReason: EndSufficient,
 			Judgments: []Judgment{{0, false, false, true}, {1, false, false, true}, {2, true, true, true}}},
 		{ID: "q2", Dataset: "toy", Question: "When did the Titanic sink?", Answer: "in 1912 probably", Golds: []string{"1912", "April 1912"},
 			EM: 0, F1: 0.5, Rounds: 1, States: 2, GoldTitles: 1, CorrectRetrieval: true, GoldTitleRecall: 1,
-			AnswerInEvidence: true, EvidenceChars: len(ctxTitanic), RawChars: 500, EvidenceTokens: tokens(ctxTitanic),
+			AnswerInEvidence: true, EvidenceChars: len(ctxTitanic), RawChars: 511, EvidenceTokens: tokens(ctxTitanic),
 			LatencyMS: 250, JudgeMS: 100, RetrieveMS: 10, ExtractMS: 100, ReadMS: 40,
 			EndReason: EndBudget,
 			Judgments: []Judgment{{0, false, false, true}, {1, false, true, true}}},
@@ -185,13 +185,13 @@ func TestComputeQuestionResults(t *testing.T) {
 			Failure: "judge at round 0: boom", EndReason: EndFailed},
 		{ID: "q4", Dataset: "toy", Question: "What is the capital of Germany?", Answer: "London", Golds: []string{"Berlin"},
 			Rounds: 1, States: 2, GoldTitles: 1,
-			EvidenceChars: len(ctxLondon), RawChars: 1000, EvidenceTokens: tokens(ctxLondon),
+			EvidenceChars: len(ctxLondon), RawChars: 1010, EvidenceTokens: tokens(ctxLondon),
 			LatencyMS: 250, JudgeMS: 100, RetrieveMS: 10, ExtractMS: 100, ReadMS: 40,
 			EndReason: EndSufficient, Premature: true,
 			Judgments: []Judgment{{0, false, false, true}, {1, true, false, true}}},
 		{ID: "q5", Dataset: "toy", Question: "What colour is the sky?", Answer: "Blue.", Golds: []string{"blue"},
 			EM: 1, F1: 1, Rounds: 1, States: 2,
-			AnswerInEvidence: true, EvidenceChars: len(ctxSky), RawChars: 250, EvidenceTokens: tokens(ctxSky),
+			AnswerInEvidence: true, EvidenceChars: len(ctxSky), RawChars: 257, EvidenceTokens: tokens(ctxSky),
 			LatencyMS: 250, JudgeMS: 100, RetrieveMS: 10, ExtractMS: 100, ReadMS: 40,
 			EndReason: EndSufficient,
 			Judgments: []Judgment{{Round: 0}, {Round: 1, JudgedSufficient: true}}},
@@ -213,8 +213,9 @@ func TestComputeMetrics(t *testing.T) {
 	}
 	evidence := int64(len(ctxEiffel) + len(ctxTitanic) + len(ctxLondon) + len(ctxSky))
 	evTokens := int64(tokens(ctxEiffel) + tokens(ctxTitanic) + tokens(ctxLondon) + tokens(ctxSky))
-	meanRatio := (float64(len(ctxEiffel))/2000 + float64(len(ctxTitanic))/500 +
-		float64(len(ctxLondon))/1000 + float64(len(ctxSky))/250) / 4
+	// Raw characters: each document's text and its "[title]" line.
+	meanRatio := (float64(len(ctxEiffel))/2035 + float64(len(ctxTitanic))/511 +
+		float64(len(ctxLondon))/1010 + float64(len(ctxSky))/257) / 4
 	want := Metrics{
 		Questions: 5, Failed: 1,
 		EM: 40, F1: 50,
@@ -234,8 +235,8 @@ func TestComputeMetrics(t *testing.T) {
 			data.CategoryEvidenceSpan: 1, data.CategoryOther: 0,
 		},
 		Compression: Compression{
-			EvidenceChars: evidence, RawChars: 3750,
-			Ratio:     float64(evidence) / 3750,
+			EvidenceChars: evidence, RawChars: 3813,
+			Ratio:     float64(evidence) / 3813,
 			MeanRatio: meanRatio, EvidenceTokens: evTokens,
 			MeanEvidenceTokens: float64(evTokens) / 4,
 		},

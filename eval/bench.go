@@ -1,0 +1,295 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// Names of what a benchmark writes in its output directory.
+const (
+	VariantsDir  = "variants"
+	ReportJSON   = "report.json"
+	ReportMD     = "report.md"
+	TracesHTML   = "traces.html"
+	DefaultLimit = 1000
+)
+
+// Options configure Run.
+type Options struct {
+	// Questions are the questions; ByID the same by id, for the metrics.
+	Questions runner.Questions
+	ByID      map[string]data.Question
+	// Dataset names the questions in the report.
+	Dataset string
+	// Setup makes the variants; SetupFor, when set, makes each variant's
+	// setup instead (so that each can have its own usage accounting over
+	// shared model clients).
+	Setup    Setup
+	SetupFor func(variant string) (Setup, error)
+	// Variants to run (default: every variant the setup can build).
+	Variants []string
+	Out      string
+	// Limit keeps the first Limit unique question ids (default 1000, as
+	// the reference evaluation; negative for all).
+	Limit int
+	// Workers per variant (default runner.DefaultWorkers); Parallel
+	// variants at once (default all).
+	Workers, Parallel int
+	// Resume continues an interrupted benchmark in Out.
+	Resume bool
+	// Usage returns a variant's model usage so far (nil: none).
+	Usage func(variant string) []llm.Stats
+	// Retriever names the retriever for the runs' records.
+	Retriever string
+	// Progress, when set, sees each variant's progress (concurrently
+	// across variants: it must be safe for that).
+	Progress func(variant string, p runner.Progress)
+	Logger   *slog.Logger
+	Version  string
+	// Paper holds reference EM/F1 to print beside, by variant.
+	Paper map[string][2]float64
+}
+
+// Errors that callers branch on.
+var (
+	// ErrOptions is the cause of errors about bad Options.
+	ErrOptions = errors.New("bad bench options")
+)
+
+// Summary is what Run did: the report and the files written.
+type Summary struct {
+	Report Report
+	// Files written in Out, by name (report.json, report.md, traces.html
+	// and the plots).
+	Files []string
+}
+
+// Run runs every variant over the same questions (the first Limit unique
+// ids), each as a resumable rollout in Out/variants/NAME sharing the
+// setup's retriever (and, through the roles, the model client's cache and
+// limits), then measures them and writes Out/report.json, report.md, the
+// plots and traces.html.
+//
+// A question whose role fails is recorded as failed (it scores 0) and the
+// benchmark goes on; a systemic error (cancellation, a broken retriever,
+// refused credentials) ends it, and the variants' checkpoints let Resume
+// continue.
+func Run(ctx context.Context, opts Options) (Summary, error) {
+	if err := opts.check(); err != nil {
+		return Summary{}, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	variants := make([]Variant, len(opts.Variants))
+	for i, name := range opts.Variants {
+		setup := opts.Setup
+		if opts.SetupFor != nil {
+			var err error
+			if setup, err = opts.SetupFor(name); err != nil {
+				return Summary{}, err
+			}
+		}
+		v, err := setup.Variant(name)
+		if err != nil {
+			return Summary{}, err
+		}
+		variants[i] = v
+	}
+	if err := os.MkdirAll(filepath.Join(opts.Out, VariantsDir), 0o755); err != nil {
+		return Summary{}, err
+	}
+
+	runs := make([]runner.Summary, len(variants))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.Parallel)
+	for i, v := range variants {
+		g.Go(func() error {
+			ro := runner.Options{
+				Questions: opts.Questions, Roles: v.Roles, Loop: v.Loop,
+				Out: filepath.Join(opts.Out, VariantsDir, v.Name), Workers: opts.Workers, Limit: opts.Limit,
+				Resume: opts.Resume, Logger: log.With("variant", v.Name),
+				Info: runner.Info{Version: opts.Version, Questions: opts.Dataset, Retriever: opts.Retriever,
+					Judge: roleName(v.Roles.Judge), Extractor: roleName(cmpOr[any](v.Roles.Compressor, v.Roles.Extractor)), Reader: roleName(v.Roles.Reader)},
+			}
+			if opts.Usage != nil {
+				ro.Usage = func() []llm.Stats { return opts.Usage(v.Name) }
+			}
+			if opts.Progress != nil {
+				ro.Progress = func(p runner.Progress) { opts.Progress(v.Name, p) }
+			}
+			if opts.Resume {
+				// A variant not started yet starts now.
+				if entries, err := os.ReadDir(ro.Out); err != nil || len(entries) == 0 {
+					ro.Resume = false
+				}
+			}
+			sum, err := runner.Run(gctx, ro)
+			if err != nil {
+				return fmt.Errorf("variant %s: %w", v.Name, err)
+			}
+			runs[i] = sum
+			log.Info("variant done", "variant", v.Name, "questions", sum.Counts.Output.Questions, "failed", sum.Counts.Output.Failed)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Summary{}, err
+	}
+	return opts.report(ctx, variants, runs)
+}
+
+func (o *Options) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrOptions)
+	}
+	switch {
+	case o.Out == "":
+		return bad("no output directory")
+	case o.Questions == nil || o.ByID == nil:
+		return bad("no questions")
+	case o.Workers < 0 || o.Parallel < 0:
+		return bad("negative workers")
+	}
+	if len(o.Variants) == 0 {
+		for _, name := range VariantNames() {
+			setup := o.Setup
+			if o.SetupFor != nil {
+				var err error
+				if setup, err = o.SetupFor(name); err != nil {
+					continue
+				}
+			}
+			if _, err := setup.Variant(name); err == nil {
+				o.Variants = append(o.Variants, name)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range o.Variants {
+		if seen[name] {
+			return bad("variant %s given twice", name)
+		}
+		seen[name] = true
+	}
+	if o.Limit == 0 {
+		o.Limit = DefaultLimit
+	}
+	if o.Limit < 0 {
+		o.Limit = 0
+	}
+	if o.Parallel == 0 {
+		o.Parallel = len(o.Variants)
+	}
+	return nil
+}
+
+// report measures the variants' runs and writes the reports.
+func (o *Options) report(ctx context.Context, variants []Variant, runs []runner.Summary) (Summary, error) {
+	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper}
+	tr := Traces{Title: "distill bench: " + o.Dataset}
+	for i, v := range variants {
+		states, err := data.ReadParquet[data.State](runs[i].Trajectories)
+		if err != nil {
+			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		m, results, err := Compute(states, o.ByID, runs[i].Usage)
+		if err != nil {
+			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
+		}
+		r.Questions = max(r.Questions, m.Questions)
+		r.Variants = append(r.Variants, VariantReport{Name: v.Name, Description: v.Description, Metrics: m, Roles: rolesOf(runs[i].Report)})
+		tr.Variants = append(tr.Variants, traceVariant(v.Name, results, states, o.ByID))
+	}
+	var files []string
+	write := func(name string, fn func(w *bytes.Buffer) error) error {
+		var b bytes.Buffer
+		if err := fn(&b); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := data.WriteFileAtomic(filepath.Join(o.Out, name), b.Bytes()); err != nil {
+			return err
+		}
+		files = append(files, name)
+		return nil
+	}
+	if err := write(ReportJSON, func(b *bytes.Buffer) error { return WriteJSON(b, r) }); err != nil {
+		return Summary{}, err
+	}
+	if err := write(ReportMD, func(b *bytes.Buffer) error { return WriteMarkdown(b, r) }); err != nil {
+		return Summary{}, err
+	}
+	if err := write(TracesHTML, func(b *bytes.Buffer) error { return WriteTraces(b, tr) }); err != nil {
+		return Summary{}, err
+	}
+	plots, err := WritePlots(o.Out, r)
+	if err != nil {
+		return Summary{}, err
+	}
+	files = append(files, plots...)
+	return Summary{Report: r, Files: files}, nil
+}
+
+// roleName names a role's implementation for a run's record (a resumed
+// variant must have the same).
+func roleName(r any) runner.Role { return runner.Role{Name: strings.TrimPrefix(fmt.Sprintf("%T", r), "*")} }
+
+// cmpOr returns a when it is not nil, else b.
+func cmpOr[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
+		return a
+	}
+	return b
+}
+
+// rolesOf names the models a variant's run recorded for each role.
+func rolesOf(rep runner.Report) map[string]string {
+	out := map[string]string{}
+	for role, r := range map[string]runner.Role{"judge": rep.Roles.Judge, "extractor": rep.Roles.Extractor, "reader": rep.Roles.Reader} {
+		var models []string
+		for _, s := range r.Seen {
+			if !slices.Contains(models, s.Model) {
+				models = append(models, s.Model)
+			}
+		}
+		if len(models) > 0 {
+			out[role] = strings.Join(models, ", ")
+		}
+	}
+	return out
+}
+
+// traceVariant gathers a variant's questions for traces.html, in the
+// order of its results.
+func traceVariant(name string, results []QuestionResult, states []data.State, byID map[string]data.Question) TraceVariant {
+	rows := make(map[string][]data.State)
+	for _, s := range states {
+		rows[s.QuestionID] = append(rows[s.QuestionID], s)
+	}
+	tv := TraceVariant{Name: name}
+	for _, res := range results {
+		q := byID[res.ID]
+		st := rows[res.ID]
+		slices.SortStableFunc(st, func(a, b data.State) int { return int(a.Round) - int(b.Round) })
+		tv.Questions = append(tv.Questions, TraceQuestion{ID: res.ID, Question: q.Text, Golds: q.Answers, Answer: res.Answer,
+			EM: res.EM, F1: res.F1, GoldTitles: q.GoldTitles, States: st})
+	}
+	return tv
+}

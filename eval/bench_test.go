@@ -1,0 +1,164 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// sampleSetup is the built-in setup over the bundled sample.
+func sampleSetup(t *testing.T) (Setup, *synth.World) {
+	t.Helper()
+	w := synth.Sample()
+	idx := filepath.Join(t.TempDir(), "index")
+	if _, err := bm25.Build(t.Context(), idx, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	x, err := bm25.Open(idx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	return Setup{
+		Judge: rollout.LexicalJudge{}, BaseJudge: rollout.Never{}, Extractor: rollout.LexicalExtractor{},
+		Reader: rollout.LexicalReader{}, Retriever: x,
+		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{},
+	}, w
+}
+
+func byID(qs []data.Question) map[string]data.Question {
+	m := make(map[string]data.Question, len(qs))
+	for _, q := range qs {
+		m[q.ID] = q
+	}
+	return m
+}
+
+func TestBenchSample(t *testing.T) {
+	setup, w := sampleSetup(t)
+	out := filepath.Join(t.TempDir(), "bench")
+	opts := Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Dataset: "sample", Setup: setup,
+		Out: out, Limit: 80, Workers: 4}
+	sum, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sum.Report.Variants) != len(VariantNames()) {
+		t.Fatalf("%d variants, want %d", len(sum.Report.Variants), len(VariantNames()))
+	}
+	byName := map[string]Metrics{}
+	for _, v := range sum.Report.Variants {
+		if v.Metrics.Questions != 80 || v.Metrics.Failed != 0 {
+			t.Errorf("%s: %d questions, %d failed", v.Name, v.Metrics.Questions, v.Metrics.Failed)
+		}
+		byName[v.Name] = v.Metrics
+	}
+	// The ablations behave as their definitions say.
+	if m := byName["single-round"]; m.MeanRounds != 1 {
+		t.Errorf("single-round: %.2f rounds", m.MeanRounds)
+	}
+	if m := byName["no-judge"]; m.MeanRounds != float64(rollout.DefaultMaxRetrievals) {
+		t.Errorf("no-judge: %.2f rounds, want every retrieval spent", m.MeanRounds)
+	}
+	if a, b := byName["no-extractor"].Compression.Ratio, byName["full"].Compression.Ratio; !(a > b) {
+		t.Errorf("raw documents compress no worse (%.3f) than pointers (%.3f)", a, b)
+	}
+	if byName["full"].EM <= byName["no-judge"].EM {
+		t.Errorf("full EM %.1f not above no-judge %.1f", byName["full"].EM, byName["no-judge"].EM)
+	}
+	for _, f := range []string{ReportJSON, ReportMD, TracesHTML, PlotEMF1, PlotRounds, PlotCalibration, PlotCompressionF1} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	back, err := ReadReport(filepath.Join(out, ReportJSON))
+	if err != nil || len(back.Variants) != len(sum.Report.Variants) || back.Variants[0].Metrics.EM != sum.Report.Variants[0].Metrics.EM {
+		t.Errorf("report.json round trip: %v", err)
+	}
+	html, err := os.ReadFile(filepath.Join(out, TracesHTML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range w.Questions[:80] {
+		if !strings.Contains(string(html), q.ID) {
+			t.Fatalf("traces.html lacks question %s", q.ID)
+		}
+	}
+	for _, v := range sum.Report.Variants {
+		t.Logf("%-13s EM %5.1f F1 %5.1f rounds %.2f compression %.3f", v.Name, v.Metrics.EM, v.Metrics.F1, v.Metrics.MeanRounds, v.Metrics.Compression.Ratio)
+	}
+
+	// Resumed after it finished, it measures the same runs again.
+	opts.Resume = true
+	again, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Report.Variants[0].Metrics.EM != sum.Report.Variants[0].Metrics.EM {
+		t.Error("the resumed benchmark measured something else")
+	}
+	opts.Resume = false
+	if _, err := Run(t.Context(), opts); !errors.Is(err, runner.ErrOutExists) {
+		t.Errorf("second run without resume: %v, want ErrOutExists", err)
+	}
+}
+
+func TestBenchVariantErrors(t *testing.T) {
+	setup, w := sampleSetup(t)
+	setup.BaseJudge = nil
+	opts := Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Setup: setup, Out: t.TempDir(), Variants: []string{"no-sft"}}
+	if _, err := Run(t.Context(), opts); !errors.Is(err, ErrVariant) {
+		t.Errorf("no-sft without a base judge: %v", err)
+	}
+	opts.Variants = []string{"full", "nonsense"}
+	if _, err := Run(t.Context(), opts); !errors.Is(err, ErrVariant) {
+		t.Errorf("unknown variant: %v", err)
+	}
+	// Without variants given, those the setup can build run.
+	opts.Variants = nil
+	opts.Limit = 5
+	sum, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range sum.Report.Variants {
+		if v.Name == "no-sft" {
+			t.Error("no-sft ran without a base judge")
+		}
+	}
+}
+
+// TestBenchFaultyServer runs the full variant with a model judge against a
+// server that fails often: the benchmark completes, failures recorded.
+func TestBenchFaultyServer(t *testing.T) {
+	setup, w := sampleSetup(t)
+	srv := llmtest.NewServer(llmtest.Options{Seed: 2, ServerError: 0.3, Malformed: 0.1})
+	defer srv.Close()
+	c, err := llm.New(llm.Config{BaseURL: srv.URL(), Model: "judge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := llm.Retry(c, llm.RetryOptions{MaxAttempts: 2, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	setup.Judge = rollout.NewLLMJudge(ch, "judge")
+	sum, err := Run(t.Context(), Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Setup: setup,
+		Out: t.TempDir(), Variants: []string{"full"}, Limit: 40, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sum.Report.Variants[0].Metrics
+	if m.Questions != 40 || m.Failed == 0 || m.Failed == 40 {
+		t.Errorf("%d questions, %d failed: want some failures recorded among 40", m.Questions, m.Failed)
+	}
+}
