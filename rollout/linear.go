@@ -199,6 +199,11 @@ func NewLinearJudge(m LinearModel, source string) (*LinearJudge, error) {
 	return &LinearJudge{m: m, name: LinearJudgePrefix + filepath.Base(source), hash: data.TemplateHash(LinearFeaturesVersion, string(w))}, nil
 }
 
+// TemplateHash returns the judge prompt template of the labels the model
+// was trained on ("" when unknown): a trained judge should be used where
+// the judge's prompt is that template.
+func (j *LinearJudge) TemplateHash() string { return j.m.TemplateHash }
+
 // Judge implements Judge.
 func (j *LinearJudge) Judge(ctx context.Context, question string, c data.Context) (JudgeResult, error) {
 	p := j.m.Probability(JudgeFeatures(question, c.Evidence()))

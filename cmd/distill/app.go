@@ -20,8 +20,7 @@ Flags take their values from, in order: the command line, the environment
 (DISTILL_...), the --config file, the defaults.`
 
 // commands are the commands of distill, in the order --help lists them.
-// Each one comes from a constructor in its own file (pending.go holds the
-// commands whose issue has not landed yet).
+// Each one comes from a constructor in its own file.
 func commands() []*cli.Command {
 	return []*cli.Command{
 		dataCommand(),

@@ -41,7 +41,6 @@ func TestPendingCommands(t *testing.T) {
 		name  string
 		issue string
 	}{
-		{"bench", "6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

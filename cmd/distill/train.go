@@ -364,6 +364,9 @@ func trainCancelAction(c *cli.Context) error {
 
 // recordedJob reads the job of the DIR argument and its backend.
 func recordedJob(c *cli.Context) (finetune.Record, finetune.Backend, error) {
+	if err := rejectFlagsAfterArgs(c); err != nil {
+		return finetune.Record{}, nil, err
+	}
 	if c.NArg() != 1 {
 		return finetune.Record{}, nil, usageErrorf("train %s: want one argument, the job DIR", c.Command.Name)
 	}

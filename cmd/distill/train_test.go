@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,5 +164,57 @@ func TestTrainOpenAI(t *testing.T) {
 	}
 	if c := srv.Counts(); c.ServerError+c.RateLimited+c.Malformed == 0 {
 		t.Errorf("no fault was injected: %+v", c)
+	}
+}
+
+// standInTrainer is a trainer command for --trainer-command: it reports
+// steps steps of progress, one every pause seconds, then writes an adapter.
+func standInTrainer(steps int, pause string) string {
+	return `i=0; while [ $i -lt ` + fmt.Sprint(steps) + ` ]; do i=$((i+1)); echo "DISTILL_PROGRESS {\"step\": $i, \"total_steps\": ` + fmt.Sprint(steps) + `, \"loss\": 0.5}"; sleep ` + pause + `; done
+mkdir -p "$DISTILL_OUTPUT_DIR" && printf '{"r": 16, "lora_alpha": 32}' > "$DISTILL_OUTPUT_DIR/adapter_config.json" && printf 'weights' > "$DISTILL_OUTPUT_DIR/adapter_model.safetensors"`
+}
+
+// TestTrainLocalCancelAndReattach: a local job submitted with --detach is
+// seen running and cancelled from other invocations; another is
+// re-attached to by running distill train again, and handed back.
+func TestTrainLocalCancelAndReattach(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sft := offlineSFT(t)
+	r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "slow", "--trainer-command", standInTrainer(600, "0.1"), "--detach")
+	if r.code != 0 || !strings.Contains(r.stdout, "on local") {
+		t.Fatalf("submit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "train", "status", "slow")
+	if r.code != 0 || !strings.Contains(r.stdout, "running") {
+		t.Fatalf("status: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "train", "cancel", "--grace", "0s", "slow")
+	if r.code != 0 {
+		t.Fatalf("cancel: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "train", "--out", "slow", "--poll-interval", "20ms")
+	if r.code == 0 || !strings.Contains(r.stdout, "cancelled") {
+		t.Errorf("re-attach to the cancelled job: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "train", "cancel", "slow")
+	if r.code != 0 || !strings.Contains(r.stdout, "cancelled") {
+		t.Errorf("second cancel: exit %d, stdout %q", r.code, r.stdout)
+	}
+
+	r = runDistill(t, "--quiet", "train", "--in", sft, "--out", "fast", "--trainer-command", standInTrainer(5, "0.05"), "--detach")
+	if r.code != 0 {
+		t.Fatalf("submit: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "train", "--out", "fast", "--poll-interval", "20ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "vllm serve") {
+		t.Fatalf("re-attach: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	h, err := finetune.ReadHandback("fast")
+	if err != nil || h.AdapterDir == "" || h.Hyperparameters == nil || h.Hyperparameters.LoRARank != 16 {
+		t.Errorf("model.json %+v, %v", h, err)
+	}
+	rec, err := finetune.LoadRecord("fast")
+	if err != nil || rec.State.Step != 5 || rec.State.TotalSteps != 5 {
+		t.Errorf("job.json progress %d/%d, %v", rec.State.Step, rec.State.TotalSteps, err)
 	}
 }

@@ -1,0 +1,442 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/eval"
+	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// defaultBenchOut is where a benchmark of the bundled sample goes without --out.
+const defaultBenchOut = "runs/bench-sample"
+
+// summarizerKinds are the values of --summarizer.
+var summarizerKinds = []string{"builtin", "llm"}
+
+func benchCommand() *cli.Command {
+	flags := []cli.Flag{
+		&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
+		&cli.StringFlag{Name: "dataset", Usage: "benchmark a bundled dataset instead of --questions: " + datasetSample},
+		&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report (default: the questions' dataset)"},
+		&cli.PathFlag{Name: "index", Usage: "index `DIR` built by distill index (default with the sample: a temporary index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
+		&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultBenchOut + ")"},
+		&cli.StringFlag{Name: "variants", Usage: "comma-separated variants (default: every one the roles allow): " + strings.Join(eval.VariantNames(), ", ")},
+		&cli.IntFlag{Name: "limit", Value: eval.DefaultLimit, Usage: "the first `N` unique questions (0: all)"},
+		&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once per variant", EnvVars: []string{"DISTILL_WORKERS"}},
+		&cli.IntFlag{Name: "parallel", Usage: "variants run at once (default: all)"},
+		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
+		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
+		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judgeKinds, ", ")},
+		&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
+		&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1 (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
+		&cli.PathFlag{Name: "judge-from", Usage: "use the judge distill train handed back in `DIR` (its model.json)"},
+		&cli.BoolFlag{Name: "allow-template-mismatch", Usage: "use a trained judge whose prompt template differs from this build's"},
+		&cli.StringFlag{Name: "base-judge", Value: "lexical", Usage: "the untuned judge of no-sft: " + strings.Join(judgeKinds, ", ")},
+		&cli.StringFlag{Name: "base-judge-model", Usage: "base judge model (--base-judge llm)"},
+		&cli.StringFlag{Name: "base-judge-base-url", Usage: "base judge server `URL` (--base-judge llm)"},
+		&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
+		&cli.StringFlag{Name: "extractor-model", Usage: "extractor model (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_MODEL"}},
+		&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL` (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
+		&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(readerKinds, ", ")},
+		&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
+		&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL` (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
+		&cli.StringFlag{Name: "summarizer", Value: "builtin", Usage: "the summaries of summarize and abstractive: builtin (lead and focused sentences, baselines) or llm (the reader's model)"},
+	}
+	return withConfig(&cli.Command{
+		Name:  "bench",
+		Usage: "evaluate the judge inside the full loop: EM, F1, retrieval, calibration, compression, latency, ablations",
+		Description: `Runs each variant over the same questions (the first --limit unique ids, as the reference
+evaluation does) with one retriever, each variant a resumable rollout in OUT/variants/NAME:
+  full           the configured judge and extractor (early stop)
+  no-sft         the untuned judge (--base-judge) in the same loop
+  no-judge       no sufficiency decision: every retrieval spent, bare-question queries
+  no-extractor   raw documents appended instead of pointed sentences
+  single-round   standard RAG: one retrieval, raw documents, the reader
+  summarize      each document summarised (--summarizer)
+  extractive     the sentences most similar to the question
+  abstractive    one short query-focused summary per document
+Then it writes OUT/report.md (the paper's tables: EM/F1, correct retrieval, rounds,
+compression, latency, cost; calibration against retrieval truth), OUT/report.json (every
+number), SVG plots, and OUT/traces.html, a page to audit every question round by round.
+
+With no flags it runs on the bundled sample with the built-in components, offline, into
+` + defaultBenchOut + `. --judge-from DIR takes the judge distill train handed back; it is refused
+when its prompt template differs from this build's, unless --allow-template-mismatch.
+distill bench compare A B prints the differences between two reports.`,
+		Flags:  append(flags, modelFlags()...),
+		Action: benchAction,
+		Subcommands: []*cli.Command{{
+			Name: "compare", Usage: "print the differences between two benchmark reports", ArgsUsage: "A B (report.json files or benchmark directories)",
+			Action: benchCompareAction,
+		}},
+	})
+}
+
+func benchAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return usageErrorf("bench: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
+	}
+	questionsPath, dataset := c.Path("questions"), c.String("dataset")
+	switch {
+	case questionsPath != "" && dataset != "":
+		return usageErrorf("bench: give --questions or --dataset, not both")
+	case dataset != "" && dataset != datasetSample:
+		return usageErrorf("bench: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
+	case questionsPath != "" && c.Path("index") == "":
+		return usageErrorf("bench: --index is required with --questions")
+	case questionsPath != "" && c.Path("out") == "":
+		return usageErrorf("bench: --out is required with --questions")
+	case c.Int("limit") < 0 || c.Int("workers") < 1 || c.Int("parallel") < 0:
+		return usageErrorf("bench: --limit and --parallel must not be negative, --workers at least 1")
+	case !slices.Contains(summarizerKinds, c.String("summarizer")):
+		return usageErrorf("bench: unknown --summarizer %q (want %s)", c.String("summarizer"), strings.Join(summarizerKinds, ", "))
+	}
+	opts := eval.Options{
+		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
+		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
+	}
+	if opts.Limit == 0 {
+		opts.Limit = -1
+	}
+	if c.Bool("paper") {
+		opts.Paper = eval.PaperHotpotQABM25()
+	}
+	for _, v := range strings.Split(c.String("variants"), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			opts.Variants = append(opts.Variants, v)
+		}
+	}
+
+	// Questions and index.
+	var passages []data.Passage
+	if questionsPath != "" {
+		opts.Questions = runner.QuestionsFile(questionsPath)
+		opts.ByID = map[string]data.Question{}
+		for q, err := range opts.Questions {
+			if err != nil {
+				return err
+			}
+			if _, dup := opts.ByID[q.ID]; !dup {
+				opts.ByID[q.ID] = q
+			}
+			if opts.Dataset == "" {
+				opts.Dataset = q.Dataset
+			}
+		}
+	} else {
+		w := synth.Sample()
+		opts.Questions, opts.ByID, passages = runner.Slice(w.Questions), map[string]data.Question{}, w.Passages
+		for _, q := range w.Questions {
+			opts.ByID[q.ID] = q
+		}
+		if opts.Dataset == "" {
+			opts.Dataset = datasetSample + " (synthetic, built in)"
+		}
+		if opts.Out == "" {
+			opts.Out = defaultBenchOut
+		}
+	}
+	var retriever rollout.Retriever
+	if dir := c.Path("index"); dir != "" {
+		x, err := openIndex(dir)
+		if err != nil {
+			return err
+		}
+		defer x.Close()
+		retriever, opts.Retriever = x, "bm25 "+dir
+	} else {
+		x, cleanup, err := tempIndex(c.Context, passages)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		retriever, opts.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
+	}
+
+	models, err := newBenchModels(c, retriever)
+	if err != nil {
+		return err
+	}
+	opts.SetupFor = models.setup
+	opts.Usage = models.usage
+
+	bars := newVariantBars(c)
+	opts.Progress = bars.update
+	sum, err := eval.Run(c.Context, opts)
+	bars.finish()
+	switch {
+	case errors.Is(err, runner.ErrOutExists):
+		return usageErrorf("bench: %s already holds a benchmark: use --resume to continue it, or another --out", opts.Out)
+	case errors.Is(err, eval.ErrVariant), errors.Is(err, eval.ErrOptions), errors.Is(err, runner.ErrMismatch):
+		return usageErrorf("bench: %w", err)
+	case err != nil:
+		return err
+	}
+	md, err := os.ReadFile(filepath.Join(opts.Out, eval.ReportMD))
+	if err != nil {
+		return err
+	}
+	if _, err := c.App.Writer.Write(md); err != nil {
+		return err
+	}
+	for _, f := range sum.Files {
+		loggerFrom(c).Info("written", "file", filepath.Join(opts.Out, f))
+	}
+	return nil
+}
+
+func benchCompareAction(c *cli.Context) error {
+	if c.NArg() != 2 {
+		return usageErrorf("bench compare: want two reports (report.json files or benchmark directories)")
+	}
+	var reps [2]eval.Report
+	for i, p := range c.Args().Slice() {
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			p = filepath.Join(p, eval.ReportJSON)
+		}
+		r, err := eval.ReadReport(p)
+		if err != nil {
+			return err
+		}
+		reps[i] = r
+	}
+	return eval.Compare(c.App.Writer, reps[0], reps[1])
+}
+
+// benchModels builds the roles of each variant: one model client stack per
+// role, shared by every variant (one cache, one set of limits), with a
+// Meter per variant and role so that each variant's usage is its own.
+type benchModels struct {
+	c         *cli.Context
+	retriever rollout.Retriever
+	prices    map[string]llm.Price
+	judge     judgeSpec
+	base      judgeSpec
+
+	mu     sync.Mutex
+	inner  map[string]llm.Chatter
+	meters map[string][]*llm.Meter
+	setups map[string]eval.Setup
+}
+
+// judgeSpec is a judge as the flags name it.
+type judgeSpec struct {
+	role, kind, model, baseURL string
+	builtin                    *rollout.LinearJudge
+}
+
+func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, error) {
+	prices, err := priceTable(c)
+	if err != nil {
+		return nil, err
+	}
+	m := &benchModels{c: c, retriever: retriever, prices: prices, inner: map[string]llm.Chatter{},
+		meters: map[string][]*llm.Meter{}, setups: map[string]eval.Setup{}}
+	if m.judge, err = judgeFlags(c, "judge"); err != nil {
+		return nil, err
+	}
+	if m.base, err = judgeFlags(c, "base-judge"); err != nil {
+		return nil, err
+	}
+	for _, role := range []string{"extractor", "reader"} {
+		kinds := map[string][]string{"extractor": extractorKinds, "reader": readerKinds}[role]
+		if k := c.String(role); !slices.Contains(kinds, k) {
+			return nil, usageErrorf("bench: unknown --%s %q (want %s)", role, k, strings.Join(kinds, ", "))
+		}
+		if c.String(role) == "llm" && c.String(role+"-model") == "" {
+			return nil, usageErrorf("bench: --%s llm needs --%s-model", role, role)
+		}
+	}
+	if c.String("summarizer") == "llm" && c.String("reader-model") == "" {
+		return nil, usageErrorf("bench: --summarizer llm uses the reader's model: give --reader-model")
+	}
+	return m, nil
+}
+
+// judgeFlags reads --judge (or --base-judge) and its model flags, and
+// --judge-from for the judge.
+func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
+	s := judgeSpec{role: role, kind: c.String(role), model: c.String(role + "-model"), baseURL: c.String(role + "-base-url")}
+	if role == "judge" && c.Path("judge-from") != "" {
+		if c.IsSet("judge") {
+			return s, usageErrorf("bench: give --judge or --judge-from, not both")
+		}
+		h, err := finetune.ReadHandback(c.Path("judge-from"))
+		if err != nil {
+			return s, usageErrorf("bench: --judge-from: %w", err)
+		}
+		if h.TemplateHash != data.JudgeTemplateHash && !c.Bool("allow-template-mismatch") {
+			return s, usageErrorf("bench: the judge in %s was trained on prompt template %.12s, this build's judge template is %.12s: its scores would not mean what they seem (--allow-template-mismatch to use it anyway)",
+				c.Path("judge-from"), h.TemplateHash, data.JudgeTemplateHash)
+		}
+		switch {
+		case h.ModelFile != "":
+			s.kind = builtinJudgePrefix + h.ModelFile
+		case h.FineTunedModel != "":
+			s.kind, s.model = "llm", h.FineTunedModel
+		case h.AdapterDir != "":
+			s.kind, s.model = "llm", finetune.AdapterName
+			if s.baseURL == "" {
+				return s, usageErrorf("bench: the judge in %s is a LoRA adapter: serve it (%s) and give --judge-base-url", c.Path("judge-from"), h.Serve)
+			}
+		}
+	}
+	switch {
+	case strings.HasPrefix(s.kind, builtinJudgePrefix):
+		j, err := loadBuiltinJudge(strings.TrimPrefix(s.kind, builtinJudgePrefix))
+		if err != nil {
+			return s, usageErrorf("bench: --%s %s: %w", role, s.kind, err)
+		}
+		if h := j.TemplateHash(); h != "" && h != data.JudgeTemplateHash && !c.Bool("allow-template-mismatch") {
+			return s, usageErrorf("bench: --%s %s was trained on labels of prompt template %.12s, not this build's %.12s (--allow-template-mismatch to use it anyway)", role, s.kind, h, data.JudgeTemplateHash)
+		}
+		s.builtin = j
+	case !slices.Contains(judgeKinds, s.kind):
+		return s, usageErrorf("bench: unknown --%s %q (want %s)", role, s.kind, strings.Join(judgeKinds, ", "))
+	case s.kind == "llm" && s.model == "":
+		return s, usageErrorf("bench: --%s llm needs --%s-model", role, role)
+	}
+	return s, nil
+}
+
+// chatter returns a variant's Chatter for one role: the role's shared
+// stack, accounted for the variant.
+func (m *benchModels) chatter(variant, role, model, baseURL string) (llm.Chatter, error) {
+	key := role + "\x00" + model + "\x00" + baseURL
+	inner, ok := m.inner[key]
+	if !ok {
+		client, err := newModelClient(m.c, role, model, baseURL)
+		if err != nil {
+			return nil, err
+		}
+		inner, err = llm.StackInner(client, llm.StackOptions{
+			CacheDir: m.c.Path("cache"),
+			Limits: llm.LimitOptions{MaxConcurrent: m.c.Int("max-concurrent"),
+				RequestsPerMinute: m.c.Float64("requests-per-minute"), TokensPerMinute: m.c.Float64("tokens-per-minute")},
+			Logger: loggerFrom(m.c),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bench: %s model: %w", role, err)
+		}
+		m.inner[key] = inner
+	}
+	meter := llm.Account(inner, llm.AccountOptions{Role: role, Model: model, Prices: m.prices})
+	m.meters[variant] = append(m.meters[variant], meter)
+	return meter, nil
+}
+
+func (m *benchModels) judgeOf(variant string, s judgeSpec) (rollout.Judge, error) {
+	switch {
+	case s.builtin != nil:
+		return s.builtin, nil
+	case s.kind == "lexical":
+		return rollout.LexicalJudge{}, nil
+	case s.kind == "never":
+		return rollout.Never{}, nil
+	case s.kind == "always":
+		return rollout.Always{}, nil
+	}
+	ch, err := m.chatter(variant, s.role, s.model, s.baseURL)
+	if err != nil {
+		return nil, err
+	}
+	return rollout.NewLLMJudge(ch, s.model), nil
+}
+
+// setup returns a variant's setup, built once.
+func (m *benchModels) setup(variant string) (eval.Setup, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.setups[variant]; ok {
+		return s, nil
+	}
+	c := m.c
+	s := eval.Setup{Retriever: m.retriever, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{},
+		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{}}
+	var err error
+	if s.Judge, err = m.judgeOf(variant, m.judge); err != nil {
+		return s, err
+	}
+	if s.BaseJudge, err = m.judgeOf(variant, m.base); err != nil {
+		return s, err
+	}
+	if c.String("extractor") == "llm" {
+		ch, err := m.chatter(variant, "extractor", c.String("extractor-model"), c.String("extractor-base-url"))
+		if err != nil {
+			return s, err
+		}
+		s.Extractor = rollout.NewLLMExtractor(ch, c.String("extractor-model"))
+	}
+	if c.String("reader") == "llm" {
+		ch, err := m.chatter(variant, "reader", c.String("reader-model"), c.String("reader-base-url"))
+		if err != nil {
+			return s, err
+		}
+		s.Reader = rollout.NewLLMReader(ch, c.String("reader-model"))
+	}
+	if c.String("summarizer") == "llm" {
+		ch, err := m.chatter(variant, "summarizer", c.String("reader-model"), c.String("reader-base-url"))
+		if err != nil {
+			return s, err
+		}
+		s.Summarizer = rollout.NewLLMSummarizer(ch, c.String("reader-model"), false)
+		s.FocusedSummarizer = rollout.NewLLMSummarizer(ch, c.String("reader-model"), true)
+	}
+	m.setups[variant] = s
+	return s, nil
+}
+
+// usage returns a variant's model usage so far.
+func (m *benchModels) usage(variant string) []llm.Stats {
+	m.mu.Lock()
+	meters := slices.Clone(m.meters[variant])
+	m.mu.Unlock()
+	var out []llm.Stats
+	for _, mt := range meters {
+		out = llm.AddStats(out, []llm.Stats{mt.Snapshot()})
+	}
+	return out
+}
+
+// variantBars shows the benchmark's progress: one bar over every
+// variant's questions.
+type variantBars struct {
+	mu    sync.Mutex
+	bar   *progressbar.ProgressBar
+	total map[string]int
+	done  map[string]int
+}
+
+func newVariantBars(c *cli.Context) *variantBars {
+	return &variantBars{bar: newProgress(c, -1, "bench"), total: map[string]int{}, done: map[string]int{}}
+}
+
+func (v *variantBars) update(variant string, p runner.Progress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.total[variant], v.done[variant] = p.Total, p.Done+p.Failed
+	total, done := 0, 0
+	for k := range v.total {
+		total += v.total[k]
+		done += v.done[k]
+	}
+	v.bar.ChangeMax64(int64(total))
+	v.bar.Set(done)
+	v.bar.Describe(fmt.Sprintf("bench: %d variants", len(v.total)))
+}
+
+func (v *variantBars) finish() { v.bar.Finish() }

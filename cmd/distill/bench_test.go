@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/distill-rag/distill/eval"
+	"github.com/distill-rag/distill/finetune"
+)
+
+// TestBenchOffline benchmarks the sample with the built-in components and
+// a judge trained by the built-in backend: every variant is reported, the
+// reports agree, the comparison of two benchmarks prints, and a judge of
+// another prompt template is refused.
+func TestBenchOffline(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sft := offlineSFT(t)
+	if r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "judge", "--backend", "builtin"); r.code != 0 {
+		t.Fatalf("train: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r := runDistill(t, "--quiet", "bench", "--limit", "40")
+	if r.code != 0 {
+		t.Fatalf("bench: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, v := range eval.VariantNames() {
+		if !strings.Contains(r.stdout, "| "+v+" |") {
+			t.Errorf("report lacks variant %s:\n%s", v, r.stdout)
+		}
+	}
+	rep, err := eval.ReadReport(filepath.Join(defaultBenchOut, eval.ReportJSON))
+	if err != nil || len(rep.Variants) != len(eval.VariantNames()) || rep.Questions != 40 {
+		t.Fatalf("report.json: %d variants, %d questions, %v", len(rep.Variants), rep.Questions, err)
+	}
+	for _, f := range []string{eval.TracesHTML, eval.PlotEMF1, eval.PlotRounds, eval.PlotCalibration, eval.PlotCompressionF1} {
+		if _, err := os.Stat(filepath.Join(defaultBenchOut, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	r = runDistill(t, "--quiet", "bench", "--limit", "40", "--judge-from", "judge", "--out", "trained", "--variants", "full,no-sft")
+	if r.code != 0 {
+		t.Fatalf("bench --judge-from: exit %d, stderr %q", r.code, r.stderr)
+	}
+	trained, err := eval.ReadReport(filepath.Join("trained", eval.ReportJSON))
+	if err != nil || len(trained.Variants) != 2 || !strings.Contains(trained.Variants[0].Roles["judge"], "builtin-linear-judge") {
+		t.Fatalf("trained report: %+v, %v", trained.Variants, err)
+	}
+	r = runDistill(t, "bench", "compare", defaultBenchOut, "trained")
+	if r.code != 0 || !strings.Contains(r.stdout, "full") || !strings.Contains(r.stdout, "only in") {
+		t.Errorf("compare: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	// A judge trained on another prompt template is refused.
+	h, err := finetune.ReadHandback("judge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.TemplateHash = strings.Repeat("0", 64)
+	b, _ := json.Marshal(h)
+	if err := os.WriteFile(filepath.Join("judge", finetune.ModelFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runDistill(t, "--quiet", "bench", "--limit", "5", "--judge-from", "judge", "--out", "refused")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--allow-template-mismatch") {
+		t.Errorf("mismatched template: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "bench", "--limit", "5", "--judge-from", "judge", "--out", "allowed", "--variants", "full", "--allow-template-mismatch")
+	if r.code != 0 {
+		t.Errorf("with --allow-template-mismatch: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "bench", "--variants", "full,bogus", "--out", "x")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "bogus") {
+		t.Errorf("unknown variant: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,73 @@
+package trainer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/distill-rag/distill/finetune"
+)
+
+// The files of a PEFT LoRA adapter.
+const (
+	AdapterConfigFile = "adapter_config.json"
+	// The weights, in either format (safetensors since PEFT 0.6).
+	AdapterWeightsFile    = "adapter_model.safetensors"
+	AdapterWeightsBinFile = "adapter_model.bin"
+)
+
+// CheckAdapter checks that dir holds a usable LoRA adapter, as PEFT saves
+// it: adapter_config.json, valid JSON giving the rank r and lora_alpha, and
+// non-empty weights (adapter_model.safetensors or adapter_model.bin).
+func CheckAdapter(dir string) error {
+	cfgPath := filepath.Join(dir, AdapterConfigFile)
+	b, err := os.ReadFile(cfgPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("adapter %s: no %s", dir, AdapterConfigFile)
+	}
+	if err != nil {
+		return fmt.Errorf("adapter: %w", err)
+	}
+	var cfg struct {
+		R         *float64 `json:"r"`
+		LoRAAlpha *float64 `json:"lora_alpha"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return fmt.Errorf("adapter %s: %w", cfgPath, err)
+	}
+	if cfg.R == nil || *cfg.R <= 0 || cfg.LoRAAlpha == nil {
+		return fmt.Errorf("adapter %s: want a positive r and a lora_alpha, as PEFT writes them", cfgPath)
+	}
+	bad := ""
+	for _, name := range []string{AdapterWeightsFile, AdapterWeightsBinFile} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("adapter: %w", err)
+		}
+		if fi.Mode().IsRegular() && fi.Size() > 0 {
+			return nil
+		}
+		if bad == "" {
+			bad = name
+		}
+	}
+	if bad != "" {
+		return fmt.Errorf("adapter %s: %s is empty or not a file", dir, bad)
+	}
+	return fmt.Errorf("adapter %s: no weights (%s or %s)", dir, AdapterWeightsFile, AdapterWeightsBinFile)
+}
+
+// Result checks the adapter that a trainer which exited 0 left in
+// outputDir (relative to the job directory) and returns the job's result,
+// with the log's metrics.
+func Result(job finetune.Job, outputDir string, l Log) (*finetune.Result, error) {
+	if err := CheckAdapter(job.Path(outputDir)); err != nil {
+		return nil, err
+	}
+	return &finetune.Result{AdapterDir: outputDir, Metrics: l.Metrics}, nil
+}
