@@ -2,6 +2,8 @@ package eval
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"errors"
 	"os"
 	"path/filepath"
@@ -96,6 +98,8 @@ func TestBenchSample(t *testing.T) {
 			t.Fatalf("traces.html lacks question %s", q.ID)
 		}
 	}
+	// The traces page's numbers are the report's.
+	checkTracesAgree(t, string(html), sum.Report)
 	for _, v := range sum.Report.Variants {
 		t.Logf("%-13s EM %5.1f F1 %5.1f rounds %.2f compression %.3f", v.Name, v.Metrics.EM, v.Metrics.F1, v.Metrics.MeanRounds, v.Metrics.Compression.Ratio)
 	}
@@ -160,5 +164,31 @@ func TestBenchFaultyServer(t *testing.T) {
 	m := sum.Report.Variants[0].Metrics
 	if m.Questions != 40 || m.Failed == 0 || m.Failed == 40 {
 		t.Errorf("%d questions, %d failed: want some failures recorded among 40", m.Questions, m.Failed)
+	}
+}
+
+// checkTracesAgree reads the data embedded in traces.html and checks that
+// each variant's questions, EM and F1 are those of the report.
+func checkTracesAgree(t *testing.T, html string, r Report) {
+	t.Helper()
+	const open = `<script type="application/json" id="trace-data">`
+	i := strings.Index(html, open)
+	j := strings.Index(html[i:], "</script>")
+	if i < 0 || j < 0 {
+		t.Fatal("traces.html has no embedded data")
+	}
+	var d traceData
+	raw := html[i+len(open) : i+j]
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		t.Fatalf("embedded data: %v", err)
+	}
+	if len(d.Variants) != len(r.Variants) {
+		t.Fatalf("%d variants in the traces, %d in the report", len(d.Variants), len(r.Variants))
+	}
+	for k, v := range d.Variants {
+		m := r.Variants[k].Metrics
+		if v.Name != r.Variants[k].Name || v.Questions != m.Questions || math.Abs(100*v.EM-m.EM) > 1e-9 || math.Abs(100*v.F1-m.F1) > 1e-9 {
+			t.Errorf("traces %s: %d questions, EM %.4f, F1 %.4f; report %d, %.4f, %.4f", v.Name, v.Questions, 100*v.EM, 100*v.F1, m.Questions, m.EM, m.F1)
+		}
 	}
 }

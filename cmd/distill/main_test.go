@@ -162,7 +162,7 @@ func TestBinary(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
 		t.Errorf("distill train: %v, want exit status %d", err, exitUsage)
 	}
-	if !strings.HasPrefix(stderr.String(), "distill train: not implemented yet") || stdout.Len() != 0 {
+	if !strings.HasPrefix(stderr.String(), "distill: train: --out is required") || stdout.Len() != 0 {
 		t.Errorf("distill train: stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
 }

@@ -121,7 +121,7 @@ func TestRolloutUsageErrors(t *testing.T) {
 		{"extractor llm without model", []string{"--extractor", "llm"}, "--extractor llm needs --extractor-model"},
 		{"reader llm without model", []string{"--reader", "llm"}, "--reader llm needs --reader-model"},
 		{"bad price", []string{"--judge", "llm", "--judge-model", "m", "--price", "m=1"}, "--price: price \"m=1\": want MODEL=INPUT:OUTPUT"},
-		{"unknown judge", []string{"--judge", "oracle"}, `unknown --judge "oracle" (want lexical, never, always, llm)`},
+		{"unknown judge", []string{"--judge", "oracle"}, `unknown --judge "oracle" (want lexical, never, always, llm, builtin:PATH)`},
 		{"unknown extractor", []string{"--extractor", "never"}, `unknown --extractor "never"`},
 		{"model without llm", []string{"--judge-model", "gpt-4o-mini"}, "--judge-model and --judge-base-url are for --judge llm, not lexical"},
 		{"base url without llm", []string{"--reader-base-url", "http://x/v1"}, "are for --reader llm"},
