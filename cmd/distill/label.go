@@ -105,7 +105,11 @@ func labelAction(c *cli.Context) error {
 		}
 		teacher := &label.LLMTeacher{Model: model, Temperature: opts.Info.Temperature, MaxTokens: opts.Info.MaxTokens, SeedBase: opts.Info.SeedBase}
 		if c.Bool("batch") {
-			opts.Batch = &label.BatchOptions{Client: client, Teacher: teacher, Prices: prices,
+			single, ok := client.(*llm.Client)
+			if !ok {
+				return usageErrorf("label: --batch goes to one API: give one --teacher-base-url")
+			}
+			opts.Batch = &label.BatchOptions{Client: single, Teacher: teacher, Prices: prices,
 				PollInterval: c.Duration("batch-poll-interval"), Retries: c.Int("batch-retries")}
 		} else {
 			if meter, err = newModelStack(c, client, prices); err != nil {

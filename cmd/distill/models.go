@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -39,22 +40,44 @@ func priceTable(c *cli.Context) (map[string]llm.Price, error) {
 
 // newModelClient returns the client of one model role: baseURL (OpenAI's
 // API when empty), the key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY.
-func newModelClient(c *cli.Context, role, model, baseURL string) (*llm.Client, error) {
-	if baseURL == "" {
-		baseURL = defaultBaseURL
+// A comma-separated list of base URLs (replicas of one model) makes a
+// pool that spreads the requests over them.
+func newModelClient(c *cli.Context, role, model, baseURL string) (llm.Endpoint, error) {
+	urls := splitURLs(baseURL)
+	clients := make([]*llm.Client, len(urls))
+	for i, u := range urls {
+		client, err := llm.New(llm.Config{BaseURL: u, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")},
+			llm.WithLogger(loggerFrom(c)))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s model: %w", c.Command.Name, role, err)
+		}
+		clients[i] = client
 	}
-	client, err := llm.New(llm.Config{BaseURL: baseURL, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")},
-		llm.WithLogger(loggerFrom(c)))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s model: %w", c.Command.Name, role, err)
+	if len(clients) == 1 {
+		return clients[0], nil
 	}
-	return client, nil
+	return llm.NewPool(clients...)
+}
+
+// splitURLs splits a comma-separated list of base URLs; an empty list is
+// OpenAI's API.
+func splitURLs(list string) []string {
+	var urls []string
+	for _, u := range strings.Split(list, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) == 0 {
+		urls = []string{defaultBaseURL}
+	}
+	return urls
 }
 
 // newModelStack wraps a role's client in the shared stack (limits,
 // retries, the cache of --cache, accounting at prices); its Meter gives the
 // role's usage and cost.
-func newModelStack(c *cli.Context, client *llm.Client, prices map[string]llm.Price) (*llm.Meter, error) {
+func newModelStack(c *cli.Context, client llm.Endpoint, prices map[string]llm.Price) (*llm.Meter, error) {
 	meter, err := llm.Stack(client, llm.StackOptions{
 		CacheDir: c.Path("cache"),
 		Prices:   prices,

@@ -422,3 +422,26 @@ func TestFakeLLMCommand(t *testing.T) {
 		t.Errorf("rates over 1: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestRolloutReplicas spreads a model judge's requests over two replicas
+// given as one comma-separated base URL.
+func TestRolloutReplicas(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var urls []string
+	var servers []*llmtest.Server
+	for range 2 {
+		s := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string { return `{"sufficient": true, "gap_items": []}` }})
+		defer s.Close()
+		urls, servers = append(urls, s.URL()), append(servers, s)
+	}
+	t.Setenv("OPENAI_API_KEY", "")
+	r := runDistill(t, "--quiet", "rollout", "--out", "ro", "--judge", "llm", "--judge-model", "j", "--judge-base-url", strings.Join(urls, ","))
+	if r.code != 0 {
+		t.Fatalf("rollout: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for i, s := range servers {
+		if n := s.Counts().Requests; n < 50 {
+			t.Errorf("replica %d got %d requests", i, n)
+		}
+	}
+}

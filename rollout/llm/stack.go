@@ -24,7 +24,7 @@ type StackOptions struct {
 //
 // and returns the outer Meter, whose Snapshot gives the role's usage. See
 // the package documentation for why this order.
-func Stack(c *Client, opts StackOptions) (*Meter, error) {
+func Stack(c Endpoint, opts StackOptions) (*Meter, error) {
 	inner, err := StackInner(c, opts)
 	if err != nil {
 		return nil, err
@@ -36,7 +36,7 @@ func Stack(c *Client, opts StackOptions) (*Meter, error) {
 // Cache(Retry(Limit(c))), for callers that account several uses of one
 // client apart (the variants of a benchmark share one cache and one set of
 // limits, each with its own Meter: Account(inner, ...)).
-func StackInner(c *Client, opts StackOptions) (Chatter, error) {
+func StackInner(c Endpoint, opts StackOptions) (Chatter, error) {
 	lim, ro := opts.limitAndRetry(c)
 	var ch Chatter = Retry(lim.Chatter(c), ro)
 	if opts.CacheDir != "" {
@@ -51,14 +51,14 @@ func StackInner(c *Client, opts StackOptions) (Chatter, error) {
 
 // StackEmbedder wraps c's embeddings in Retry(Limit(c)) with the same
 // options (the cache and accounting are for chat only).
-func StackEmbedder(c *Client, opts StackOptions) Embedder {
+func StackEmbedder(c Endpoint, opts StackOptions) Embedder {
 	lim, ro := opts.limitAndRetry(c)
 	return RetryEmbedder(lim.Embedder(c), ro)
 }
 
 // limitAndRetry returns the limiter and retry options of a stack around c,
 // with the client's role and the stack's logger filled in.
-func (opts StackOptions) limitAndRetry(c *Client) (*Limiter, RetryOptions) {
+func (opts StackOptions) limitAndRetry(c Endpoint) (*Limiter, RetryOptions) {
 	lim := opts.Limiter
 	if lim == nil {
 		lim = NewLimiter(opts.Limits)
