@@ -74,6 +74,7 @@ type Config struct {
 	SeedBase    int     `json:"seed_base,omitempty"`
 	Workers     int     `json:"workers"`
 	Limit       int     `json:"limit,omitempty"`
+	Shard       string  `json:"shard,omitempty"`
 	BudgetUSD   float64 `json:"budget_usd,omitempty"`
 	Batch       bool    `json:"batch,omitempty"`
 }
@@ -84,6 +85,8 @@ type Counts struct {
 	// recording a failed question (not states, not labelled).
 	InputRows          int `json:"input_rows"`
 	FailedQuestionRows int `json:"failed_question_rows"`
+	// OtherShards counts the states of questions of other shards.
+	OtherShards int `json:"other_shards,omitempty"`
 	// Selected counts the states of the run (the first Limit);
 	// AlreadyDone those earlier invocations labelled.
 	Selected    int `json:"selected"`
@@ -210,6 +213,7 @@ func sameLabels(a, b Config) error {
 	diff("max tokens", a.MaxTokens, b.MaxTokens)
 	diff("seed base", a.SeedBase, b.SeedBase)
 	diff("limit", a.Limit, b.Limit)
+	diff("shard", a.Shard, b.Shard)
 	if len(diffs) > 0 {
 		return fmt.Errorf("%w: %s", ErrMismatch, strings.Join(diffs, "; "))
 	}

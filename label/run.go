@@ -16,6 +16,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/rollout/runner"
 )
 
 // Names of what a labelling run writes in its output directory.
@@ -69,6 +70,10 @@ type Options struct {
 	Workers int
 	// Limit, when positive, labels only the first Limit states of In.
 	Limit int
+	// Shard keeps the states of the questions of one shard (by a hash of
+	// the question id, as rollout shards; the zero Shard keeps all), so
+	// that several machines label one rollout; Merge joins their outputs.
+	Shard runner.Shard
 	// CheckpointStates and CheckpointInterval bound the states and the time
 	// between two checkpoints (defaults 512 and 30s).
 	CheckpointStates   int
@@ -203,7 +208,7 @@ func newRun(o Options) (*run, error) {
 			In: o.In, Questions: o.Info.Questions,
 			Teacher: o.Info.Teacher, Model: o.Info.Model, BaseURL: o.Info.BaseURL, Template: o.Info.Template,
 			Samples: o.Samples, Temperature: o.Info.Temperature, MaxTokens: o.Info.MaxTokens, SeedBase: o.Info.SeedBase,
-			Workers: o.Workers, Limit: o.Limit, BudgetUSD: o.BudgetUSD, Batch: o.Batch != nil,
+			Workers: o.Workers, Limit: o.Limit, Shard: o.Shard.String(), BudgetUSD: o.BudgetUSD, Batch: o.Batch != nil,
 		},
 	}
 	return r, nil
@@ -328,6 +333,10 @@ func (r *run) selectStates(ctx context.Context) error {
 			c.FailedQuestionRows++
 			continue
 		}
+		if !r.opts.Shard.Holds(s.QuestionID) {
+			c.OtherShards++
+			continue
+		}
 		if r.opts.Limit > 0 && c.Selected == r.opts.Limit {
 			continue
 		}
@@ -392,7 +401,7 @@ func (r *run) todoItems(ctx context.Context) iter.Seq2[Item, error] {
 				return
 			}
 			row++
-			if s.Failure != "" {
+			if s.Failure != "" || !r.opts.Shard.Holds(s.QuestionID) {
 				continue
 			}
 			if left == 0 || (r.opts.Limit > 0 && selected == r.opts.Limit) {

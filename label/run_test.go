@@ -18,6 +18,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/llm"
 	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/rollout/runner"
 )
 
 const teacherModel = "teacher-test"
@@ -339,5 +340,52 @@ func TestTeacherPrompt(t *testing.T) {
 	golden(t, filepath.Join("testdata", "teacher_prompt.golden"), got)
 	if TeacherTemplateHash == data.JudgeTemplateHash {
 		t.Error("the teacher's template hash is the judge's")
+	}
+}
+
+// TestShardsAndMerge labels a rollout in three shards and merges them: the
+// merge holds every state once, as one run would.
+func TestShardsAndMerge(t *testing.T) {
+	in, qs := trajectories(t)
+	dir := t.TempDir()
+	var outs []string
+	total := 0
+	for i := range 3 {
+		sh, err := runner.ParseShard(fmt.Sprintf("%d/3", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, fmt.Sprint("shard", i))
+		sum, err := Run(t.Context(), Options{In: in, Out: out, Questions: qs, Teacher: RetrievalTruth{}, Shard: sh,
+			Info: Info{Teacher: NameRetrievalTruth, Model: RetrievalTruthModel}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Counts.Selected == 0 || sum.Counts.OtherShards == 0 {
+			t.Errorf("shard %d: %d states, %d of other shards", i, sum.Counts.Selected, sum.Counts.OtherShards)
+		}
+		total += sum.Counts.Selected
+		outs = append(outs, out)
+	}
+	states := stateCount(t, in)
+	if total != states {
+		t.Errorf("shards hold %d states, want %d", total, states)
+	}
+	rep, err := Merge(t.Context(), filepath.Join(dir, "all"), outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls := readLabels(t, filepath.Join(dir, "all", LabelsFile)); len(ls) != states || rep.Counts.Output.States != states {
+		t.Errorf("merged %d labels (report %d), want %d", len(ls), rep.Counts.Output.States, states)
+	}
+	if _, err := Merge(t.Context(), filepath.Join(dir, "twice"), []string{outs[0], outs[0]}); !errors.Is(err, ErrMismatch) {
+		t.Errorf("a shard given twice: %v", err)
+	}
+	if _, err := Merge(t.Context(), filepath.Join(dir, "all"), outs); !errors.Is(err, ErrOutExists) {
+		t.Errorf("merge into a full directory: %v", err)
+	}
+	rep, err = Merge(t.Context(), filepath.Join(dir, "part"), outs[:2])
+	if err != nil || rep.Error == "" {
+		t.Errorf("a partial merge: %v, report error %q", err, rep.Error)
 	}
 }

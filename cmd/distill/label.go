@@ -69,6 +69,7 @@ downloads the output and error files, and resubmits the failed or expired reques
 			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
 			&cli.IntFlag{Name: "workers", Value: label.DefaultWorkers, Usage: "states labelled at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "label only the first `N` states (0: all)"},
+			&cli.StringFlag{Name: "shard", Usage: "label only the states of shard `i/n` of the questions (by a hash of the id, as rollout); distill merge joins the shards"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "count states, requests, tokens and cost, and stop before spending anything"},
 			&cli.Float64Flag{Name: "budget-usd", Usage: "stop cleanly once this invocation has spent this much (0: no limit)"},
 			&cli.BoolFlag{Name: "batch", Usage: "label through the OpenAI Batch API"},
@@ -216,6 +217,10 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	case c.Duration("checkpoint-interval") <= 0:
 		return label.Options{}, usageErrorf("label: --checkpoint-interval must be positive")
 	}
+	shard, err := runner.ParseShard(c.String("shard"))
+	if err != nil {
+		return label.Options{}, usageErrorf("label: --shard: %w", err)
+	}
 	questions, source, err := labelQuestions(c, in)
 	if err != nil {
 		return label.Options{}, err
@@ -238,7 +243,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	}
 	return label.Options{
 		In: in, Out: out, Questions: questions, Samples: samples,
-		Resume: c.Bool("resume"), Workers: c.Int("workers"), Limit: c.Int("limit"),
+		Resume: c.Bool("resume"), Workers: c.Int("workers"), Limit: c.Int("limit"), Shard: shard,
 		CheckpointStates: c.Int("checkpoint-states"), CheckpointInterval: c.Duration("checkpoint-interval"),
 		BudgetUSD: c.Float64("budget-usd"),
 		Logger:    loggerFrom(c),

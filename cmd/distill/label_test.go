@@ -298,3 +298,27 @@ func TestLabelBatch(t *testing.T) {
 		t.Errorf("label.json batches %+v, %v", rep.Batches, err)
 	}
 }
+
+// TestLabelShardsMerge labels the sample's rollout in two shards and
+// merges them with distill merge.
+func TestLabelShardsMerge(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ro := sampleRollout(t)
+	for _, s := range []string{"0/2", "1/2"} {
+		r := runDistill(t, "--quiet", "label", "--in", ro, "--teacher", "retrieval-truth", "--out", "lab"+s[:1], "--shard", s)
+		if r.code != 0 {
+			t.Fatalf("label --shard %s: exit %d, stderr %q", s, r.code, r.stderr)
+		}
+	}
+	r := runDistill(t, "--quiet", "merge", "--out", "lab", "lab0", "lab1")
+	if r.code != 0 || !strings.Contains(r.stdout, "labels.parquet") {
+		t.Fatalf("merge: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != trajectoryStates(t, ro) {
+		t.Errorf("%d merged labels, want %d", len(ls), trajectoryStates(t, ro))
+	}
+	r = runDistill(t, "--quiet", "merge", "--out", "mixed", "lab0", ro)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "mix") {
+		t.Errorf("mixed merge: exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -8,19 +8,21 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/distill-rag/distill/label"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
 func mergeCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:      "merge",
-		Usage:     "join the outputs of rollout shards into one",
+		Usage:     "join the outputs of rollout or label shards into one",
 		ArgsUsage: "INPUT_DIR...",
 		Description: `Joins finished rollout outputs (typically the --shard runs of one rollout) into
 OUT/trajectories.parquet, the inputs' rows in the order given, and OUT/run.json. The
 inputs must be configured alike (loop, roles, limit, same n of --shard i/n), and a
 question found in two inputs is an error. Shards of the split that are not among
-the inputs are reported.`,
+the inputs are reported. The outputs of distill label --shard are merged the same way,
+into OUT/labels.parquet and OUT/label.json.`,
 		Flags: []cli.Flag{
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (empty or absent)"},
 		},
@@ -35,7 +37,20 @@ the inputs are reported.`,
 			if c.NArg() == 0 {
 				return usageErrorf("merge: give the rollout output directories to merge")
 			}
-			rep, err := runner.Merge(c.Context, out, c.Args().Slice())
+			inputs := c.Args().Slice()
+			labels := 0
+			for _, dir := range inputs {
+				if label.IsRun(dir) {
+					labels++
+				}
+			}
+			switch {
+			case labels == len(inputs):
+				return mergeLabels(c, out, inputs)
+			case labels > 0:
+				return usageErrorf("merge: the inputs mix labelling and rollout outputs")
+			}
+			rep, err := runner.Merge(c.Context, out, inputs)
 			switch {
 			case errors.Is(err, runner.ErrOutExists):
 				return usageErrorf("merge: %s is not empty: choose another --out", out)
@@ -61,4 +76,28 @@ the inputs are reported.`,
 			return printCounts(c.App.Writer, rows)
 		},
 	})
+}
+
+// mergeLabels joins the outputs of labelling shards.
+func mergeLabels(c *cli.Context, out string, inputs []string) error {
+	rep, err := label.Merge(c.Context, out, inputs)
+	switch {
+	case errors.Is(err, label.ErrOutExists):
+		return usageErrorf("merge: %s is not empty: choose another --out", out)
+	case errors.Is(err, label.ErrMismatch), errors.Is(err, label.ErrOptions):
+		return usageErrorf("%w", err)
+	case err != nil:
+		return err
+	}
+	o := rep.Counts.Output
+	rows := [][2]any{
+		{"inputs", len(inputs)},
+		{"written", fmt.Sprintf("%d states, %d sufficient, %d failed", o.States, o.Sufficient, o.Failed)},
+	}
+	if rep.Error != "" {
+		rows = append(rows, [2]any{"missing shards", rep.Error})
+		loggerFrom(c).Warn("the merged labels lack shards of the split", "merged", rep.Error)
+	}
+	rows = append(rows, [2]any{"labels", filepath.Join(out, label.LabelsFile)}, [2]any{"run record", filepath.Join(out, label.ReportFile)})
+	return printCounts(c.App.Writer, rows)
 }
