@@ -52,6 +52,9 @@ type Options struct {
 	Workers, Parallel int
 	// Resume continues an interrupted benchmark in Out.
 	Resume bool
+	// Shard runs the questions of one shard only (by a hash of the id);
+	// MergeShards joins the shards' benchmarks.
+	Shard runner.Shard
 	// Usage returns a variant's model usage so far (nil: none).
 	Usage func(variant string) []llm.Stats
 	// Retriever names the retriever for the runs' records.
@@ -123,7 +126,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		g.Go(func() error {
 			ro := runner.Options{
 				Questions: opts.Questions, Roles: v.Roles, Loop: v.Loop,
-				Out: filepath.Join(opts.Out, VariantsDir, v.Name), Workers: opts.Workers, Limit: opts.Limit,
+				Out: filepath.Join(opts.Out, VariantsDir, v.Name), Workers: opts.Workers, Limit: opts.Limit, Shard: opts.Shard,
 				Resume: opts.Resume, Logger: log.With("variant", v.Name),
 				Info: runner.Info{Version: opts.Version, Questions: opts.Dataset, Retriever: opts.Retriever,
 					Judge: roleName(v.Roles.Judge), Extractor: roleName(cmpOr[any](v.Roles.Compressor, v.Roles.Extractor)), Reader: roleName(v.Roles.Reader)},
@@ -152,7 +155,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err := g.Wait(); err != nil {
 		return Summary{}, err
 	}
-	return opts.report(ctx, variants, runs)
+	return opts.report(variants, runs)
 }
 
 func (o *Options) check() error {
@@ -201,7 +204,7 @@ func (o *Options) check() error {
 }
 
 // report measures the variants' runs and writes the reports.
-func (o *Options) report(ctx context.Context, variants []Variant, runs []runner.Summary) (Summary, error) {
+func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, error) {
 	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper}
 	tr := Traces{Title: "distill bench: " + o.Dataset}
 	for i, v := range variants {
@@ -292,4 +295,62 @@ func traceVariant(name string, results []QuestionResult, states []data.State, by
 			EM: res.EM, F1: res.F1, GoldTitles: q.GoldTitles, States: st})
 	}
 	return tv
+}
+
+// MergeShards joins the benchmarks that ran the shards of one question set
+// (Options.Shard) into out: each variant's runs are merged (runner.Merge)
+// into out/variants/NAME, then measured and reported as Run does. The
+// shards must have run the same variants, configured alike. opts gives
+// the questions (ByID), the dataset's name, the version and the paper's
+// numbers; its Out is out.
+func MergeShards(ctx context.Context, out string, inputs []string, opts Options) (Summary, error) {
+	if len(inputs) == 0 || out == "" {
+		return Summary{}, fmt.Errorf("merge: no inputs or no output directory: %w", ErrOptions)
+	}
+	if opts.ByID == nil {
+		return Summary{}, fmt.Errorf("merge: no questions: %w", ErrOptions)
+	}
+	entries, err := os.ReadDir(filepath.Join(inputs[0], VariantsDir))
+	if err != nil {
+		return Summary{}, fmt.Errorf("merge: %s is not a benchmark: %w", inputs[0], err)
+	}
+	order := func(name string) int {
+		for i, v := range variantOrder {
+			if v.name == name {
+				return i
+			}
+		}
+		return len(variantOrder)
+	}
+	slices.SortStableFunc(entries, func(a, b os.DirEntry) int { return order(a.Name()) - order(b.Name()) })
+	var variants []Variant
+	var runs []runner.Summary
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		name := e.Name()
+		v := Variant{Name: name}
+		for _, known := range variantOrder {
+			if known.name == name {
+				v.Description = known.description
+			}
+		}
+		dirs := make([]string, len(inputs))
+		for i, in := range inputs {
+			dirs[i] = filepath.Join(in, VariantsDir, name)
+		}
+		dst := filepath.Join(out, VariantsDir, name)
+		rep, err := runner.Merge(ctx, dst, dirs)
+		if err != nil {
+			return Summary{}, fmt.Errorf("merge variant %s: %w", name, err)
+		}
+		variants = append(variants, v)
+		runs = append(runs, runner.Summary{Report: rep, Trajectories: filepath.Join(dst, runner.TrajectoriesFile)})
+	}
+	if len(variants) == 0 {
+		return Summary{}, fmt.Errorf("merge: %s holds no variant: %w", inputs[0], ErrOptions)
+	}
+	opts.Out = out
+	return opts.report(variants, runs)
 }

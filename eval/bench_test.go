@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -189,6 +190,50 @@ func checkTracesAgree(t *testing.T, html string, r Report) {
 		m := r.Variants[k].Metrics
 		if v.Name != r.Variants[k].Name || v.Questions != m.Questions || math.Abs(100*v.EM-m.EM) > 1e-9 || math.Abs(100*v.F1-m.F1) > 1e-9 {
 			t.Errorf("traces %s: %d questions, EM %.4f, F1 %.4f; report %d, %.4f, %.4f", v.Name, v.Questions, 100*v.EM, 100*v.F1, m.Questions, m.EM, m.F1)
+		}
+	}
+}
+
+// TestBenchShardsMerge runs a benchmark in two shards and merges them: the
+// merged report is the one the whole benchmark gives.
+func TestBenchShardsMerge(t *testing.T) {
+	setup, w := sampleSetup(t)
+	dir := t.TempDir()
+	base := Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Dataset: "sample", Setup: setup,
+		Limit: 40, Workers: 2, Variants: []string{"no-judge", "full"}}
+	whole := base
+	whole.Out = filepath.Join(dir, "whole")
+	want, err := Run(t.Context(), whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shards []string
+	for i := range 2 {
+		o := base
+		o.Out = filepath.Join(dir, fmt.Sprint("shard", i))
+		o.Shard = runner.Shard{I: i, N: 2}
+		if _, err := Run(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, o.Out)
+	}
+	got, err := MergeShards(t.Context(), filepath.Join(dir, "merged"), shards, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Report.Variants) != len(want.Report.Variants) {
+		t.Fatalf("%d variants merged, want %d", len(got.Report.Variants), len(want.Report.Variants))
+	}
+	for _, v := range got.Report.Variants {
+		var wv VariantReport
+		for _, x := range want.Report.Variants {
+			if x.Name == v.Name {
+				wv = x
+			}
+		}
+		if v.Name != wv.Name || v.Metrics.Questions != wv.Metrics.Questions || v.Metrics.EM != wv.Metrics.EM || v.Metrics.F1 != wv.Metrics.F1 {
+			t.Errorf("merged %s: %d questions EM %.2f F1 %.2f; whole %s: %d, %.2f, %.2f",
+				v.Name, v.Metrics.Questions, v.Metrics.EM, v.Metrics.F1, wv.Name, wv.Metrics.Questions, wv.Metrics.EM, wv.Metrics.F1)
 		}
 	}
 }

@@ -39,6 +39,7 @@ func benchCommand() *cli.Command {
 		&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once per variant", EnvVars: []string{"DISTILL_WORKERS"}},
 		&cli.IntFlag{Name: "parallel", Usage: "variants run at once (default: all)"},
 		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
+		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
 		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judgeKinds, ", ")},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
@@ -82,6 +83,16 @@ distill bench compare A B prints the differences between two reports.`,
 		Subcommands: []*cli.Command{{
 			Name: "compare", Usage: "print the differences between two benchmark reports", ArgsUsage: "A B (report.json files or benchmark directories)",
 			Action: benchCompareAction,
+		}, {
+			Name: "merge", Usage: "join the benchmarks of the shards of one question set and report them", ArgsUsage: "SHARD_DIR...",
+			Flags: []cli.Flag{
+				&cli.PathFlag{Name: "out", Usage: "output `DIR` (empty or absent)"},
+				&cli.PathFlag{Name: "questions", Usage: "the questions `FILE` the shards ran", TakesFile: true},
+				&cli.StringFlag{Name: "dataset", Usage: "the bundled dataset the shards ran: " + datasetSample},
+				&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report"},
+				&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
+			},
+			Action: benchMergeAction,
 		}},
 	})
 }
@@ -105,8 +116,13 @@ func benchAction(c *cli.Context) error {
 	case !slices.Contains(summarizerKinds, c.String("summarizer")):
 		return usageErrorf("bench: unknown --summarizer %q (want %s)", c.String("summarizer"), strings.Join(summarizerKinds, ", "))
 	}
+	shard, err := runner.ParseShard(c.String("shard"))
+	if err != nil {
+		return usageErrorf("bench: --shard: %w", err)
+	}
 	opts := eval.Options{
-		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
+		Shard: shard,
+		Out:   c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
 		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
 	if opts.Limit == 0 {
@@ -122,33 +138,12 @@ func benchAction(c *cli.Context) error {
 	}
 
 	// Questions and index.
-	var passages []data.Passage
-	if questionsPath != "" {
-		opts.Questions = runner.QuestionsFile(questionsPath)
-		opts.ByID = map[string]data.Question{}
-		for q, err := range opts.Questions {
-			if err != nil {
-				return err
-			}
-			if _, dup := opts.ByID[q.ID]; !dup {
-				opts.ByID[q.ID] = q
-			}
-			if opts.Dataset == "" {
-				opts.Dataset = q.Dataset
-			}
-		}
-	} else {
-		w := synth.Sample()
-		opts.Questions, opts.ByID, passages = runner.Slice(w.Questions), map[string]data.Question{}, w.Passages
-		for _, q := range w.Questions {
-			opts.ByID[q.ID] = q
-		}
-		if opts.Dataset == "" {
-			opts.Dataset = datasetSample + " (synthetic, built in)"
-		}
-		if opts.Out == "" {
-			opts.Out = defaultBenchOut
-		}
+	passages, err := benchQuestions(c, &opts)
+	if err != nil {
+		return err
+	}
+	if questionsPath == "" && opts.Out == "" {
+		opts.Out = defaultBenchOut
 	}
 	var retriever rollout.Retriever
 	if dir := c.Path("index"); dir != "" {
@@ -197,6 +192,75 @@ func benchAction(c *cli.Context) error {
 		loggerFrom(c).Info("written", "file", filepath.Join(opts.Out, f))
 	}
 	return nil
+}
+
+// benchQuestions loads --questions (or the sample) into opts and returns
+// the sample's passages when it is the sample.
+func benchQuestions(c *cli.Context, opts *eval.Options) ([]data.Passage, error) {
+	if path := c.Path("questions"); path != "" {
+		opts.Questions = runner.QuestionsFile(path)
+		opts.ByID = map[string]data.Question{}
+		for q, err := range opts.Questions {
+			if err != nil {
+				return nil, err
+			}
+			if _, dup := opts.ByID[q.ID]; !dup {
+				opts.ByID[q.ID] = q
+			}
+			if opts.Dataset == "" {
+				opts.Dataset = q.Dataset
+			}
+		}
+		return nil, nil
+	}
+	w := synth.Sample()
+	opts.Questions, opts.ByID = runner.Slice(w.Questions), map[string]data.Question{}
+	for _, q := range w.Questions {
+		opts.ByID[q.ID] = q
+	}
+	if opts.Dataset == "" {
+		opts.Dataset = datasetSample + " (synthetic, built in)"
+	}
+	return w.Passages, nil
+}
+
+func benchMergeAction(c *cli.Context) error {
+	if err := rejectFlagsAfterArgs(c); err != nil {
+		return err
+	}
+	out := c.Path("out")
+	switch {
+	case out == "":
+		return usageErrorf("bench merge: --out is required")
+	case c.NArg() == 0:
+		return usageErrorf("bench merge: give the shards' benchmark directories")
+	case c.Path("questions") != "" && c.String("dataset") != "":
+		return usageErrorf("bench merge: give --questions or --dataset, not both")
+	case c.Path("questions") == "" && c.String("dataset") != datasetSample:
+		return usageErrorf("bench merge: give the questions the shards ran: --questions FILE or --dataset %s", datasetSample)
+	}
+	opts := eval.Options{Version: versionString(), Dataset: c.String("name")}
+	if c.Bool("paper") {
+		opts.Paper = eval.PaperHotpotQABM25()
+	}
+	if _, err := benchQuestions(c, &opts); err != nil {
+		return err
+	}
+	_, err := eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
+	switch {
+	case errors.Is(err, runner.ErrOutExists):
+		return usageErrorf("bench merge: %s is not empty: choose another --out", out)
+	case errors.Is(err, runner.ErrMismatch), errors.Is(err, eval.ErrOptions):
+		return usageErrorf("bench merge: %w", err)
+	case err != nil:
+		return err
+	}
+	md, err := os.ReadFile(filepath.Join(out, eval.ReportMD))
+	if err != nil {
+		return err
+	}
+	_, err = c.App.Writer.Write(md)
+	return err
 }
 
 func benchCompareAction(c *cli.Context) error {

@@ -76,3 +76,23 @@ func TestBenchOffline(t *testing.T) {
 		t.Errorf("unknown variant: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestBenchShardsCLI runs the sample's benchmark in two shards and merges
+// them with distill bench merge.
+func TestBenchShardsCLI(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, s := range []string{"0/2", "1/2"} {
+		r := runDistill(t, "--quiet", "bench", "--limit", "30", "--variants", "full,single-round", "--shard", s, "--out", "b"+s[:1])
+		if r.code != 0 {
+			t.Fatalf("bench --shard %s: exit %d, stderr %q", s, r.code, r.stderr)
+		}
+	}
+	r := runDistill(t, "--quiet", "bench", "merge", "--out", "all", "--dataset", "sample", "b0", "b1")
+	if r.code != 0 || !strings.Contains(r.stdout, "| full |") {
+		t.Fatalf("bench merge: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	rep, err := eval.ReadReport(filepath.Join("all", eval.ReportJSON))
+	if err != nil || rep.Questions != 30 || len(rep.Variants) != 2 {
+		t.Errorf("merged report: %d questions, %d variants, %v", rep.Questions, len(rep.Variants), err)
+	}
+}
