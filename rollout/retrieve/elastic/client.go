@@ -1,0 +1,257 @@
+package elastic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/elastic/elastic-transport-go/v8/elastictransport"
+	"github.com/elastic/go-elasticsearch/v8/esapi"
+)
+
+// Sentinel errors callers branch on.
+var (
+	// ErrNotFound: the index does not exist.
+	ErrNotFound = errors.New("index not found")
+	// ErrExists: Load found the index already there and was not asked to
+	// recreate it.
+	ErrExists = errors.New("index already exists")
+)
+
+// Error is an answer of the cluster that was not a success.
+type Error struct {
+	// Op is what was asked ("search", "create index", ...).
+	Op string
+	// Status is the HTTP status.
+	Status int
+	// Type and Reason come from the error body ("index_not_found_exception",
+	// "no such index [wiki]"); Reason holds the start of the body when it
+	// is not the cluster's JSON error.
+	Type, Reason string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: cluster answered %d %s", e.Op, e.Status, http.StatusText(e.Status))
+	if e.Type != "" {
+		b.WriteString(": " + e.Type)
+	}
+	if e.Reason != "" {
+		b.WriteString(": " + e.Reason)
+	}
+	switch e.Status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		fmt.Fprintf(&b, " (credentials come from %s, or %s and %s)", EnvAPIKey, EnvUsername, EnvPassword)
+	case http.StatusRequestEntityTooLarge:
+		b.WriteString(" (send smaller bulk requests: lower the batch size)")
+	}
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrNotFound) hold for a missing index.
+func (e *Error) Is(target error) bool {
+	return target == ErrNotFound && e.Status == http.StatusNotFound &&
+		(e.Type == "index_not_found_exception" || e.Type == "")
+}
+
+// newError reads the cluster's error body:
+// {"error":{"type":...,"reason":...,"caused_by":{...}},"status":N}, or
+// {"error":"text"} as some proxies and old versions answer.
+func newError(op string, status int, body []byte) *Error {
+	e := &Error{Op: op, Status: status}
+	var v struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &v) == nil && len(v.Error) > 0 {
+		var c cause
+		if json.Unmarshal(v.Error, &c) == nil {
+			e.Type, e.Reason = c.Type, c.reason()
+			return e
+		}
+		var s string
+		if json.Unmarshal(v.Error, &s) == nil {
+			e.Reason = s
+			return e
+		}
+	}
+	e.Reason = snippet(body)
+	return e
+}
+
+// cause is an error object of the cluster, with its chain of causes.
+type cause struct {
+	Type     string `json:"type"`
+	Reason   string `json:"reason"`
+	CausedBy *cause `json:"caused_by"`
+}
+
+// reason is the reason with those of its causes, most general first.
+func (c *cause) reason() string {
+	r := c.Reason
+	for x, depth := c.CausedBy, 0; x != nil && depth < 3; x, depth = x.CausedBy, depth+1 {
+		if x.Reason != "" && x.Reason != r {
+			r += " (caused by " + x.Type + ": " + x.Reason + ")"
+		}
+	}
+	return r
+}
+
+// snippet returns the start of a body for an error message.
+func snippet(body []byte) string {
+	const n = 200
+	s := strings.TrimSpace(string(body))
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// maxBody caps the answers read into memory.
+const maxBody = 256 << 20
+
+// client sends esapi requests through an elastictransport.Client.
+//
+// It deliberately does not use elasticsearch.Client: that client checks on
+// the first successful answer that the server sent "X-Elastic-Product:
+// Elasticsearch" (OpenSearch does not, so every call would fail with "the
+// client noticed that the server is not Elasticsearch") and, when
+// ELASTIC_CLIENT_APIVERSIONING is set, sends the
+// "application/vnd.elasticsearch+json;compatible-with=8" media type, which
+// OpenSearch refuses. The esapi requests themselves are plain REST calls
+// that both products answer alike; sending them through the transport
+// directly keeps the connection pool, retries and authentication and
+// drops the product check and the compatibility header.
+type client struct {
+	tp  *elastictransport.Client
+	cfg Config
+}
+
+func newClient(cfg Config) (*client, error) {
+	urls := make([]*url.URL, len(cfg.URLs))
+	for i, raw := range cfg.URLs {
+		u, err := url.Parse(strings.TrimRight(raw, "/"))
+		if err != nil {
+			return nil, fmt.Errorf("cluster URL: %w", err)
+		}
+		urls[i] = u
+	}
+	opts := []elastictransport.Option{
+		elastictransport.WithURLs(urls...),
+		elastictransport.WithUserAgent("distill (go-elasticsearch/" + esapi.Version + ")"),
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, elastictransport.WithTransport(clientTransport{cfg.HTTPClient}))
+	}
+	switch {
+	case cfg.APIKey != "":
+		opts = append(opts, elastictransport.WithAPIKey(string(cfg.APIKey)))
+	case cfg.Username != "" || cfg.Password != "":
+		opts = append(opts, elastictransport.WithBasicAuth(cfg.Username, string(cfg.Password)))
+	}
+	if cfg.Retries < 0 {
+		opts = append(opts, elastictransport.WithDisableRetry())
+	} else {
+		opts = append(opts,
+			elastictransport.WithMaxRetries(cfg.Retries),
+			elastictransport.WithRetryOnStatus(http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout),
+			elastictransport.WithRetryBackoff(cfg.backoff),
+			// A request whose context has ended is not worth sending again.
+			elastictransport.WithRetryOnError(func(r *http.Request, _ error) bool { return r.Context().Err() == nil }),
+		)
+	}
+	tp, err := elastictransport.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster client: %w", err)
+	}
+	return &client{tp: tp, cfg: cfg}, nil
+}
+
+// clientTransport sends requests through an *http.Client, so that its
+// own transport, timeout and cookie jar apply.
+type clientTransport struct{ c *http.Client }
+
+func (t clientTransport) RoundTrip(r *http.Request) (*http.Response, error) { return t.c.Do(r) }
+
+func (c *client) close() { _ = c.tp.Close(context.Background()) }
+
+// where names the cluster in error messages.
+func (c *client) where() string { return strings.Join(c.cfg.URLs, ",") }
+
+// call sends req under the configured timeout and returns the status and
+// body of the answer. An answer other than 2xx is an *Error (the status
+// and body are returned with it); a context that ended is reported as
+// ctx.Err(), wrapped.
+func (c *client) call(ctx context.Context, op string, req esapi.Request) (int, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	fail := func(err error) error {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", op, ctx.Err())
+		}
+		if cctx.Err() != nil {
+			return fmt.Errorf("%s: no answer from %s within %v: %w", op, c.where(), c.cfg.Timeout, cctx.Err())
+		}
+		return fmt.Errorf("%s: %s: %w", op, c.where(), err)
+	}
+	res, err := req.Do(cctx, c.tp)
+	if err != nil {
+		return 0, nil, fail(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
+	if err != nil {
+		return res.StatusCode, nil, fail(fmt.Errorf("read answer: %w", err))
+	}
+	if len(body) > maxBody {
+		return res.StatusCode, nil, fmt.Errorf("%s: answer larger than %d MiB", op, maxBody>>20)
+	}
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return res.StatusCode, body, newError(op, res.StatusCode, body)
+	}
+	return res.StatusCode, body, nil
+}
+
+// decode unmarshals a successful answer, naming the call when the body is
+// not what the API promises.
+func decode(op string, body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%s: malformed answer (%v): %s", op, err, snippet(body))
+	}
+	return nil
+}
+
+// info is the part of GET / that matters here.
+type info struct {
+	Version struct {
+		Number       string `json:"number"`
+		Distribution string `json:"distribution"`
+	} `json:"version"`
+}
+
+// flavor asks the cluster what it is: OpenSearch says so in
+// version.distribution; Elasticsearch has no such field.
+func (c *client) flavor(ctx context.Context) (Flavor, string, error) {
+	_, body, err := c.call(ctx, "cluster info", esapi.InfoRequest{})
+	if err != nil {
+		return "", "", err
+	}
+	var in info
+	if err := decode("cluster info", body, &in); err != nil {
+		return "", "", err
+	}
+	if in.Version.Number == "" {
+		return "", "", fmt.Errorf("cluster info: %s did not answer like Elasticsearch or OpenSearch: %s", c.where(), snippet(body))
+	}
+	if strings.EqualFold(in.Version.Distribution, "opensearch") {
+		return OpenSearch, in.Version.Number, nil
+	}
+	return Elasticsearch, in.Version.Number, nil
+}

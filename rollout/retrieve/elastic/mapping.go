@@ -1,0 +1,152 @@
+package elastic
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// The index's fields. Title and text are copied into "all", which BM25
+// scores: one field holding title + " " + text, as the in-process index
+// and the method's reference runs index it. Sentences are stored only.
+const (
+	fieldID        = "id"
+	fieldTitle     = "title"
+	fieldText      = "text"
+	fieldSentences = "sentences"
+	fieldAll       = "all"
+	fieldVector    = "vector"
+
+	similarityName = "distill_bm25"
+	analyzerName   = "distill_english"
+)
+
+// Stemmers LoadOptions.Stemmer accepts.
+const (
+	// StemmerPorter2 is Snowball's English stemmer, the one distill's
+	// in-process BM25 index uses.
+	StemmerPorter2 = "porter2"
+	// StemmerPorter is Porter's original stemmer, the one Lucene's
+	// EnglishAnalyzer (and so Pyserini) uses.
+	StemmerPorter = "porter"
+)
+
+// indexBody is the body of the create-index request: settings with the
+// BM25 similarity and the English analyzer, and the strict mapping.
+// dims > 0 adds the vector field.
+func indexBody(flavor Flavor, opts LoadOptions, dims int) ([]byte, error) {
+	stemmer := map[string]any{"type": "stemmer", "language": "porter2"}
+	switch opts.Stemmer {
+	case StemmerPorter2:
+	case StemmerPorter:
+		stemmer = map[string]any{"type": "porter_stem"}
+	default:
+		return nil, fmt.Errorf("stemmer %q: want %q or %q", opts.Stemmer, StemmerPorter2, StemmerPorter)
+	}
+	index := map[string]any{
+		"number_of_shards":   opts.Shards,
+		"number_of_replicas": opts.Replicas,
+		// Refreshing while loading only costs; Load refreshes at the end.
+		"refresh_interval": "-1",
+		"similarity": map[string]any{
+			similarityName: map[string]any{"type": "BM25", "k1": opts.K1, "b": opts.B},
+		},
+		// Lucene's EnglishAnalyzer, spelled out: standard tokenizer,
+		// possessive "'s" removed, lower case, English stop words, stemmer.
+		"analysis": map[string]any{
+			"filter": map[string]any{
+				"distill_possessive": map[string]any{"type": "stemmer", "language": "possessive_english"},
+				"distill_stop":       map[string]any{"type": "stop", "stopwords": "_english_"},
+				"distill_stemmer":    stemmer,
+			},
+			"analyzer": map[string]any{
+				analyzerName: map[string]any{
+					"type":      "custom",
+					"tokenizer": "standard",
+					"filter":    []string{"distill_possessive", "lowercase", "distill_stop", "distill_stemmer"},
+				},
+			},
+		},
+	}
+	text := func(extra map[string]any) map[string]any {
+		m := map[string]any{"type": "text", "analyzer": analyzerName, "similarity": similarityName}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	props := map[string]any{
+		fieldID: map[string]any{"type": "keyword"},
+		fieldTitle: text(map[string]any{
+			"copy_to": fieldAll,
+			"fields":  map[string]any{"keyword": map[string]any{"type": "keyword", "ignore_above": 512}},
+		}),
+		fieldText:      text(map[string]any{"copy_to": fieldAll}),
+		fieldAll:       text(nil),
+		fieldSentences: map[string]any{"type": "text", "index": false},
+	}
+	if dims > 0 {
+		switch flavor {
+		case OpenSearch:
+			// Native (faiss) k-NN needs index.knn; faiss filters during
+			// the graph search from OpenSearch 2.9 on.
+			index["knn"] = true
+			props[fieldVector] = map[string]any{
+				"type":      "knn_vector",
+				"dimension": dims,
+				"method":    map[string]any{"name": "hnsw", "space_type": "innerproduct", "engine": "faiss"},
+			}
+		default:
+			props[fieldVector] = map[string]any{
+				"type": "dense_vector", "dims": dims, "index": true, "similarity": "dot_product",
+			}
+		}
+	}
+	return json.Marshal(map[string]any{
+		"settings": map[string]any{"index": index},
+		"mappings": map[string]any{"dynamic": "strict", "properties": props},
+	})
+}
+
+// indexInfo is what GET /{index} says about one index.
+type indexInfo struct {
+	Mappings struct {
+		Properties map[string]fieldInfo `json:"properties"`
+	} `json:"mappings"`
+	Settings struct {
+		Index struct {
+			Shards flexInt `json:"number_of_shards"`
+		} `json:"index"`
+	} `json:"settings"`
+}
+
+type fieldInfo struct {
+	Type      string  `json:"type"`
+	Dims      flexInt `json:"dims"`
+	Dimension flexInt `json:"dimension"`
+}
+
+// flexInt reads a number sent as a number or, as index settings are, as a
+// string.
+type flexInt int
+
+func (n *flexInt) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			return err
+		}
+		*n = flexInt(v)
+		return nil
+	}
+	var v int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*n = flexInt(v)
+	return nil
+}
