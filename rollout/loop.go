@@ -379,16 +379,10 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	if err != nil {
 		return roleError(ctx, "extractor", round, err)
 	}
-	l.tr.Counts.ExtractorCalls++
-	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)
-	next.ExtractMS = ms(d)
-	next.ExtractorOutput, next.ExtractorParseError = res.Raw, res.ParseError
-	next.ExtractorModel, next.ExtractorTemplate = res.Model, res.TemplateHash
-	next.ExtractorPromptTokens, next.ExtractorCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	l.recordExtraction(res.Call, d)
 	ids := res.IDs
 	if res.ParseError != "" {
 		ids = nil
-		l.tr.Counts.ExtractorParseFailures++
 	}
 
 	chosen := make([]data.Evidence, 0, l.opts.MaxEvidence)
@@ -420,6 +414,21 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	return nil
 }
 
+// recordExtraction records an extraction (or compression) call that took
+// d in the trajectory's counts and in the state it produces.
+func (l *loop) recordExtraction(res Call, d time.Duration) {
+	next := &l.next
+	l.tr.Counts.ExtractorCalls++
+	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)
+	next.ExtractMS = ms(d)
+	next.ExtractorOutput, next.ExtractorParseError = res.Raw, res.ParseError
+	next.ExtractorModel, next.ExtractorTemplate = res.Model, res.TemplateHash
+	next.ExtractorPromptTokens, next.ExtractorCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	if res.ParseError != "" {
+		l.tr.Counts.ExtractorParseFailures++
+	}
+}
+
 // compress has the Compressor write the round's evidence and appends it;
 // it is recorded in the extractor's fields (output, model, tokens, time).
 func (l *loop) compress(ctx context.Context, round int, gaps []data.GapItem, sentences []Numbered) error {
@@ -431,16 +440,10 @@ func (l *loop) compress(ctx context.Context, round int, gaps []data.GapItem, sen
 	if err != nil {
 		return roleError(ctx, "compressor", round, err)
 	}
-	l.tr.Counts.ExtractorCalls++
-	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)
-	next.ExtractMS = ms(d)
-	next.ExtractorOutput, next.ExtractorParseError = res.Raw, res.ParseError
-	next.ExtractorModel, next.ExtractorTemplate = res.Model, res.TemplateHash
-	next.ExtractorPromptTokens, next.ExtractorCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
+	l.recordExtraction(res.Call, d)
 	ev := res.Evidence
 	if res.ParseError != "" {
 		ev = nil
-		l.tr.Counts.ExtractorParseFailures++
 	}
 	added := l.c.Append(ev)
 	skipped := countTitles(ev) - added
