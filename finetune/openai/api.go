@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -92,7 +89,7 @@ func (r recorder) Do(req *http.Request) (*http.Response, error) {
 // per-attempt timeout; its error is classified as the llm package's
 // client does.
 func (b *Backend) try(ctx context.Context, what string, op func(actx context.Context) error) error {
-	err := b.retry.do(ctx, what, func(ctx context.Context) error {
+	err := b.retry.Do(ctx, func(ctx context.Context) error {
 		ex := &exchange{}
 		actx := context.WithValue(ctx, exchangeKey{}, ex)
 		cancel := context.CancelFunc(func() {})
@@ -285,82 +282,3 @@ func (b *Backend) upload(ctx context.Context, path string) (string, error) {
 	return id, err
 }
 
-// retrier retries calls with llm.Retry's policy: exponential backoff with
-// full jitter from a seeded source, at least a server's Retry-After, each
-// wait capped.
-type retrier struct {
-	opts llm.RetryOptions
-	mu   sync.Mutex
-	rng  *rand.Rand
-}
-
-func newRetrier(o llm.RetryOptions) *retrier {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 5
-	}
-	if o.BaseDelay <= 0 {
-		o.BaseDelay = 500 * time.Millisecond
-	}
-	if o.MaxDelay <= 0 {
-		o.MaxDelay = 30 * time.Second
-	}
-	if o.Retryable == nil {
-		o.Retryable = llm.IsRetryable
-	}
-	if o.Sleep == nil {
-		o.Sleep = sleep
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	return &retrier{opts: o, rng: rand.New(rand.NewPCG(o.Seed, 0xf17e))}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// delay is the wait after the n-th failed attempt.
-func (r *retrier) delay(n int, err error) time.Duration {
-	backoff := r.opts.MaxDelay
-	if shift := n - 1; shift < 32 {
-		if d := r.opts.BaseDelay << shift; d > 0 && d < backoff {
-			backoff = d
-		}
-	}
-	r.mu.Lock()
-	d := time.Duration(r.rng.Int64N(int64(backoff) + 1))
-	r.mu.Unlock()
-	var se *llm.StatusError
-	if errors.As(err, &se) && se.RetryAfter > d {
-		d = min(se.RetryAfter, r.opts.MaxDelay)
-	}
-	return d
-}
-
-func (r *retrier) do(ctx context.Context, what string, op func(context.Context) error) error {
-	for n := 1; ; n++ {
-		err := op(ctx)
-		if err == nil {
-			return nil
-		}
-		if ctx.Err() != nil || !r.opts.Retryable(err) {
-			return err
-		}
-		if n >= r.opts.MaxAttempts {
-			return fmt.Errorf("giving up after %d attempts: %w", n, err)
-		}
-		d := r.delay(n, err)
-		r.opts.Logger.DebugContext(ctx, "retrying fine-tuning request", "call", what, "attempt", n+1, "wait", d, "error", err)
-		if serr := r.opts.Sleep(ctx, d); serr != nil {
-			return fmt.Errorf("waiting to retry: %w (last error: %w)", serr, err)
-		}
-	}
-}

@@ -65,7 +65,7 @@ type Backend struct {
 	timeout  time.Duration
 	http     *http.Client
 	api      *goopenai.Client // for uploads
-	retry    *retrier
+	retry    *llm.Retrier
 	pageSize int
 }
 
@@ -94,7 +94,7 @@ func New(cfg Config) (*Backend, error) {
 	return &Backend{
 		base: base, key: cfg.APIKey, timeout: timeout, http: hc,
 		api:      goopenai.NewClientWithConfig(oc),
-		retry:    newRetrier(cfg.Retry),
+		retry:    llm.NewRetrier(cfg.Retry),
 		pageSize: eventPage,
 	}, nil
 }

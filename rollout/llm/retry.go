@@ -109,13 +109,25 @@ func (r *retrier) do(ctx context.Context, op func(context.Context) error) error 
 		}
 		d := r.delay(n, err)
 		countRetry(ctx)
-		r.opts.Logger.DebugContext(ctx, "retrying model request",
+		r.opts.Logger.DebugContext(ctx, "retrying request",
 			"role", r.opts.Role, "attempt", n+1, "wait", d, "error", err)
 		if serr := r.opts.Sleep(ctx, d); serr != nil {
 			return fmt.Errorf("waiting to retry: %w (last error: %w)", serr, err)
 		}
 	}
 }
+
+// Retrier retries any call with the policy of Retry, for API calls that are
+// not chat or embedding requests (files, batches, fine-tuning jobs).
+type Retrier struct{ r *retrier }
+
+// NewRetrier returns a Retrier with the options' defaults filled in.
+func NewRetrier(opts RetryOptions) *Retrier { return &Retrier{r: newRetrier(opts)} }
+
+// Do runs op until it succeeds, fails with an error opts.Retryable
+// refuses, runs out of attempts or ctx ends, waiting between attempts as
+// Retry does.
+func (r *Retrier) Do(ctx context.Context, op func(context.Context) error) error { return r.r.do(ctx, op) }
 
 // Retry returns a Chatter that retries next on the errors that
 // opts.Retryable accepts (by default IsRetryable: timeouts, 408, 409, 425,
