@@ -109,7 +109,7 @@ func (r *retrier) do(ctx context.Context, op func(context.Context) error) error 
 		}
 		d := r.delay(n, err)
 		countRetry(ctx)
-		r.opts.Logger.DebugContext(ctx, "retrying request",
+		r.opts.Logger.DebugContext(ctx, "retrying model request",
 			"role", r.opts.Role, "attempt", n+1, "wait", d, "error", err)
 		if serr := r.opts.Sleep(ctx, d); serr != nil {
 			return fmt.Errorf("waiting to retry: %w (last error: %w)", serr, err)
