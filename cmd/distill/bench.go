@@ -32,7 +32,7 @@ func benchCommand() *cli.Command {
 		&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
 		&cli.StringFlag{Name: "dataset", Usage: "benchmark a bundled dataset instead of --questions: " + datasetSample},
 		&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report (default: the questions' dataset)"},
-		&cli.PathFlag{Name: "index", Usage: "index `DIR` built by distill index (default with the sample: a temporary index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
+		&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
 		&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultBenchOut + ")"},
 		&cli.StringFlag{Name: "variants", Usage: "comma-separated variants (default: every one the roles allow): " + strings.Join(eval.VariantNames(), ", ")},
 		&cli.IntFlag{Name: "limit", Value: eval.DefaultLimit, Usage: "the first `N` unique questions (0: all)"},
@@ -78,7 +78,7 @@ With no flags it runs on the bundled sample with the built-in components, offlin
 ` + defaultBenchOut + `. --judge-from DIR takes the judge distill train handed back; it is refused
 when its prompt template differs from this build's, unless --allow-template-mismatch.
 distill bench compare A B prints the differences between two reports.`,
-		Flags:  append(flags, modelFlags()...),
+		Flags:  append(append(flags, modelFlags()...), retrieverFlags()...),
 		Action: benchAction,
 		Subcommands: []*cli.Command{{
 			Name: "compare", Usage: "print the differences between two benchmark reports", ArgsUsage: "A B (report.json files or benchmark directories)",
@@ -107,7 +107,7 @@ func benchAction(c *cli.Context) error {
 		return usageErrorf("bench: give --questions or --dataset, not both")
 	case dataset != "" && dataset != datasetSample:
 		return usageErrorf("bench: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
-	case questionsPath != "" && c.Path("index") == "":
+	case questionsPath != "" && c.String("index") == "":
 		return usageErrorf("bench: --index is required with --questions")
 	case questionsPath != "" && c.Path("out") == "":
 		return usageErrorf("bench: --out is required with --questions")
@@ -146,8 +146,8 @@ func benchAction(c *cli.Context) error {
 		opts.Out = defaultBenchOut
 	}
 	var retriever rollout.Retriever
-	if dir := c.Path("index"); dir != "" {
-		x, err := openIndex(dir)
+	if dir := c.String("index"); dir != "" {
+		x, err := openIndex(c, dir)
 		if err != nil {
 			return err
 		}

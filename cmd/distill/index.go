@@ -1,24 +1,45 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout/llm"
 	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+	"github.com/distill-rag/distill/rollout/retrieve/dense"
+	"github.com/distill-rag/distill/rollout/retrieve/elastic"
 )
 
 func indexCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:  "index",
-		Usage: "build a BM25 index over a corpus",
-		Description: `Indexes title + " " + text of every passage with Lucene-style English analysis
-and BM25 (k1 0.9, b 0.4 by default: the method's settings). The index is a directory
-that distill search, rollout and bench open; it appears only once complete.`,
+		Usage: "build a BM25 or dense index over a corpus, or load it into Elasticsearch",
+		Description: `--kind bm25 (default) indexes title + " " + text of every passage with Lucene-style
+English analysis and BM25 (k1 0.9, b 0.4 by default: the method's settings) into the
+directory --out.
+
+--kind dense embeds "passage: " + title + " " + text of every passage with --embed-model
+behind an OpenAI-compatible /v1/embeddings server (--embed-base-url; text-embeddings-
+inference, vLLM, Ollama, OpenAI), the E5 conventions by default: L2-normalised vectors
+searched by inner product, queries embedded as "query: " + text. Embedding is batched,
+concurrent and checkpointed: run the same command again after an interruption and it
+goes on where it stopped. --precision float16 or int8 stores the vectors smaller; --ivf
+adds an approximate index (search it with --nprobe).
+
+--kind elasticsearch bulk-loads the corpus into --es-index of the cluster at --es-url
+(Elasticsearch 8 or OpenSearch 2, --es-flavor), BM25 with k1 and b set in the index, and
+dense vectors too when --embed-model is given; retrieve from it with
+--index es://HOST:PORT/NAME. Credentials come from DISTILL_ES_API_KEY or
+DISTILL_ES_USERNAME and DISTILL_ES_PASSWORD.
+
+An index directory appears only once complete; distill search, rollout and bench open
+any kind with --index, and several joined by commas as one hybrid retriever.`,
 		Flags: []cli.Flag{
 			&cli.PathFlag{Name: "corpus", Usage: "corpus `FILE` (corpus.parquet from data import, or any corpus layout)", TakesFile: true},
 			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
@@ -28,11 +49,33 @@ that distill search, rollout and bench open; it appears only once complete.`,
 			&cli.Float64Flag{Name: "b", Value: bm25.DefaultB, Usage: "BM25 length normalisation"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing index at --out"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad corpus records instead of stopping at the first"},
+			&cli.StringFlag{Name: "kind", Value: "bm25", Usage: "bm25, dense or elasticsearch"},
+			&cli.StringFlag{Name: "embed-model", Usage: "embedding model (--kind dense; elasticsearch: add vectors)", EnvVars: []string{"DISTILL_EMBED_MODEL"}},
+			&cli.StringFlag{Name: "embed-base-url", Usage: "embeddings server `URL`(s), with /v1 (default: OpenAI's API)", EnvVars: []string{"DISTILL_EMBED_BASE_URL"}},
+			&cli.StringFlag{Name: "query-prefix", Value: dense.DefaultQueryPrefix, Usage: "put before each query embedded (E5)"},
+			&cli.StringFlag{Name: "passage-prefix", Value: dense.DefaultPassagePrefix, Usage: "put before each passage embedded (E5)"},
+			&cli.StringFlag{Name: "precision", Value: string(dense.Float32), Usage: "stored vectors: float32, float16 or int8"},
+			&cli.IntFlag{Name: "embed-batch", Value: 64, Usage: "passages per embedding request"},
+			&cli.IntFlag{Name: "embed-workers", Value: 4, Usage: "embedding requests in flight"},
+			&cli.BoolFlag{Name: "ivf", Usage: "--kind dense: also build an approximate (IVF) index"},
+			&cli.IntFlag{Name: "nlist", Usage: "--ivf: partitions (0: 4 x sqrt(passages))"},
+			&cli.StringFlag{Name: "es-url", Usage: "--kind elasticsearch: the cluster's `URL`(s), comma-separated", EnvVars: []string{"DISTILL_ES_URL"}},
+			&cli.StringFlag{Name: "es-index", Usage: "--kind elasticsearch: the index `NAME`"},
+			&cli.StringFlag{Name: "es-flavor", Value: string(elastic.Elasticsearch), Usage: "--kind elasticsearch: elasticsearch or opensearch"},
+			&cli.BoolFlag{Name: "recreate", Usage: "--kind elasticsearch: delete and load again an index that exists"},
+			&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one embedding request (retried)"},
 		},
 		Action: func(c *cli.Context) error {
-			out := c.Path("out")
-			if out == "" {
+			out, kind := c.Path("out"), c.String("kind")
+			switch {
+			case kind != "bm25" && kind != "dense" && kind != "elasticsearch":
+				return usageErrorf("index: unknown --kind %q (want bm25, dense or elasticsearch)", kind)
+			case kind == "elasticsearch" && (c.String("es-url") == "" || c.String("es-index") == ""):
+				return usageErrorf("index: --kind elasticsearch needs --es-url and --es-index")
+			case kind != "elasticsearch" && out == "":
 				return usageErrorf("index: --out is required")
+			case kind == "dense" && c.String("embed-model") == "":
+				return usageErrorf("index: --kind dense needs --embed-model")
 			}
 			var (
 				src    bm25.Source
@@ -74,6 +117,12 @@ that distill search, rollout and bench open; it appears only once complete.`,
 			if closer != nil {
 				defer closer()
 			}
+			switch kind {
+			case "dense":
+				return indexDense(c, src, name, total)
+			case "elasticsearch":
+				return indexElastic(c, src, total)
+			}
 			bar := newProgress(c, total, "indexing")
 			st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
 				K1: c.Float64("k1"), B: c.Float64("b"), Overwrite: c.Bool("overwrite"), SourceName: name,
@@ -97,11 +146,81 @@ that distill search, rollout and bench open; it appears only once complete.`,
 	})
 }
 
-// openIndex opens the index directory dir, saying what is wrong when dir is
-// not one.
-func openIndex(dir string) (*bm25.Index, error) {
-	if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
-		return nil, fmt.Errorf("%s is not an index directory (build one with distill index): %w", dir, err)
+// indexDense builds a dense index.
+func indexDense(c *cli.Context, src bm25.Source, name string, total int64) error {
+	prec := dense.Precision(c.String("precision"))
+	if !slices.Contains(dense.Precisions(), prec) {
+		return usageErrorf("index: unknown --precision %q (want float32, float16 or int8)", prec)
 	}
-	return bm25.Open(dir)
+	emb, err := embedder(c, c.String("embed-model"))
+	if err != nil {
+		return err
+	}
+	opts := dense.BuildOptions{
+		Model:     c.String("embed-model"),
+		Prefixes:  &dense.Prefixes{Query: c.String("query-prefix"), Passage: c.String("passage-prefix")},
+		Precision: prec, BatchSize: c.Int("embed-batch"), Workers: c.Int("embed-workers"),
+		Overwrite: c.Bool("overwrite"), SourceName: name,
+	}
+	if c.Bool("ivf") {
+		opts.IVF = &dense.IVFOptions{NList: c.Int("nlist")}
+	}
+	bar := newProgress(c, total, "embedding")
+	opts.Progress = func(done, all int64) {
+		bar.ChangeMax64(all)
+		bar.Set64(done)
+	}
+	st, err := dense.Build(c.Context, c.Path("out"), src, emb, opts)
+	bar.Finish()
+	switch {
+	case errors.Is(err, dense.ErrExists):
+		return usageErrorf("index: %s holds a finished index: use --overwrite to replace it", c.Path("out"))
+	case errors.Is(err, dense.ErrMismatch):
+		return usageErrorf("index: %w (use another --out, or --overwrite to start again)", err)
+	case err != nil:
+		return err
+	}
+	rows := [][2]any{
+		{"index", c.Path("out")}, {"kind", "dense, " + c.String("embed-model")},
+		{"passages", fmt.Sprintf("%d (%d embedded now, %d from an earlier run)", st.Passages, st.Embedded, st.Resumed)},
+		{"dimensions", st.Dim}, {"requests", st.Requests},
+		{"size", fmt.Sprintf("%.1f MiB (%s)", float64(st.IndexBytes)/(1<<20), prec)},
+		{"time", fmt.Sprintf("%.2fs", st.Elapsed.Seconds())},
+	}
+	if st.ZeroVectors > 0 {
+		rows = append(rows, [2]any{"zero vectors", st.ZeroVectors})
+	}
+	return printCounts(c.App.Writer, rows)
+}
+
+// indexElastic loads a corpus into an Elasticsearch or OpenSearch index.
+func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
+	cfg := elastic.Config{Index: c.String("es-index"), Flavor: elastic.Flavor(c.String("es-flavor"))}
+	for _, u := range strings.Split(c.String("es-url"), ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			cfg.URLs = append(cfg.URLs, u)
+		}
+	}
+	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b")}
+	if m := c.String("embed-model"); m != "" {
+		emb, err := embedder(c, m)
+		if err != nil {
+			return err
+		}
+		opts.Vectors = &elastic.Vectors{Embed: elastic.EmbedPassages(emb, c.String("passage-prefix"))}
+	}
+	bar := newProgress(c, total, "loading")
+	opts.Progress = func(st elastic.Stats) { bar.Set64(st.Loaded) }
+	st, err := elastic.Load(c.Context, cfg, src, opts)
+	bar.Finish()
+	if errors.Is(err, elastic.ErrExists) {
+		return usageErrorf("index: %s already exists in the cluster: use --recreate to load it again", cfg.Index)
+	}
+	if err != nil {
+		return err
+	}
+	return printCounts(c.App.Writer, [][2]any{
+		{"index", cfg.String()}, {"passages loaded", st.Loaded}, {"time", fmt.Sprintf("%.2fs", st.Elapsed.Seconds())},
+		{"use", "--index " + cfg.String()},
+	})
 }

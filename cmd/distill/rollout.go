@@ -62,7 +62,7 @@ run.json records each role's requests, tokens and cost.`,
 		Flags: append([]cli.Flag{
 			&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
 			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
-			&cli.PathFlag{Name: "index", Usage: "index `DIR` built by distill index (default with --dataset sample: a temporary index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
+			&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultSampleOut + ")"},
 			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
 			&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once", EnvVars: []string{"DISTILL_WORKERS"}},
@@ -85,7 +85,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
 			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
-		}, modelFlags()...),
+		}, append(modelFlags(), retrieverFlags()...)...),
 		Action: rolloutAction,
 	})
 }
@@ -113,7 +113,7 @@ func rolloutAction(c *cli.Context) error {
 		return usageErrorf("rollout: give --questions or --dataset, not both")
 	case dataset != "" && dataset != datasetSample:
 		return usageErrorf("rollout: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
-	case questions != "" && c.Path("index") == "":
+	case questions != "" && c.String("index") == "":
 		return usageErrorf("rollout: --index is required with --questions")
 	case questions != "" && opts.Out == "":
 		return usageErrorf("rollout: --out is required with --questions")
@@ -128,8 +128,8 @@ func rolloutAction(c *cli.Context) error {
 			opts.Out = defaultSampleOut
 		}
 	}
-	if dir := c.Path("index"); dir != "" {
-		x, err := openIndex(dir)
+	if dir := c.String("index"); dir != "" {
+		x, err := openIndex(c, dir)
 		if err != nil {
 			return err
 		}

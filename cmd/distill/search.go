@@ -24,8 +24,8 @@ file in parallel over all cores and prints one line per hit, in query order, as
 JSON lines {"query_id", "rank", "doc_id", "title", "score"} or (--format trec) as a
 TREC run. FILE holds one query per line: a bare query (its id is its line number),
 "id<TAB>query", or JSON {"id": ..., "query": ...}.`,
-		Flags: []cli.Flag{
-			&cli.PathFlag{Name: "index", Usage: "index `DIR` built by distill index", EnvVars: []string{"DISTILL_INDEX"}},
+		Flags: append([]cli.Flag{
+			&cli.StringFlag{Name: "index", Usage: indexSpecHelp, EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.IntFlag{Name: "k", Aliases: []string{"n"}, Value: 10, Usage: "hits per query"},
 			&cli.BoolFlag{Name: "json", Usage: "one query: print hits as JSON lines with the whole passage"},
 			&cli.StringSliceFlag{Name: "exclude", Usage: "one query: doc `ID`s never to return (as the loop excludes documents seen in earlier rounds)"},
@@ -33,12 +33,12 @@ TREC run. FILE holds one query per line: a bare query (its id is its line number
 			&cli.StringFlag{Name: "format", Value: retrieve.RunJSONL, Usage: "batch output: jsonl or trec"},
 			&cli.StringFlag{Name: "run-tag", Value: "distill-bm25", Usage: "batch output: run name in TREC lines"},
 			&cli.IntFlag{Name: "workers", Usage: "batch mode: concurrent searches (default: one per CPU)"},
-		},
+		}, retrieverFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := rejectFlagsAfterArgs(c); err != nil {
 				return err
 			}
-			if c.Path("index") == "" {
+			if c.String("index") == "" {
 				return usageErrorf("search: --index is required")
 			}
 			if c.Int("k") < 1 {
@@ -57,7 +57,7 @@ TREC run. FILE holds one query per line: a bare query (its id is its line number
 }
 
 func searchOne(c *cli.Context) error {
-	x, err := openIndex(c.Path("index"))
+	x, err := openIndex(c, c.String("index"))
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func searchBatch(c *cli.Context) error {
 	if err != nil {
 		return usageErrorf("search: %w", err)
 	}
-	x, err := openIndex(c.Path("index"))
+	x, err := openIndex(c, c.String("index"))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/retrieve"
+	"github.com/distill-rag/distill/rollout/retrieve/internal/mmap"
 )
 
 // Index is a BM25 index opened from disk. It meets the retrieve contract:
@@ -69,11 +70,11 @@ var ErrClosed = errors.New("bm25: index is closed")
 // never a crash.
 func Open(dir string) (*Index, error) {
 	path := filepath.Join(dir, indexFile)
-	b, unmapIndex, err := mapFile(path, false)
+	b, unmapIndex, err := mmap.Map(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
-	docs, unmapDocs, err := mapFile(filepath.Join(dir, docsFile), true)
+	docs, unmapDocs, err := mmap.Map(filepath.Join(dir, docsFile), true)
 	if err != nil {
 		unmapIndex()
 		return nil, fmt.Errorf("open index: %w", err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package bm25
+package mmap
 
 import (
 	"fmt"
@@ -8,14 +8,13 @@ import (
 	"syscall"
 )
 
-// mapFile maps path read-only into memory. Pages are read from the page
-// cache on first touch, so opening a large index costs next to nothing and
-// only the parts that searches touch become resident.
-//
-// With random set the kernel is told that accesses jump around (the stored
-// passages: a search reads a few of them), so it maps only the pages read
-// instead of reading ahead around each one.
-func mapFile(path string, random bool) (b []byte, unmap func() error, err error) {
+// Map maps path read-only. Pages come from the page cache on first
+// touch, so opening costs next to nothing whatever the index size. With
+// random set the kernel is told not to read ahead (stored passages: a
+// search reads a few of them). Files that are scanned whole get no advice:
+// MADV_SEQUENTIAL would let the kernel drop pages right after a scan reads
+// them, and the next query reads them again. unmap releases the mapping.
+func Map(path string, random bool) (b []byte, unmap func() error, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -36,8 +35,8 @@ func mapFile(path string, random bool) (b []byte, unmap func() error, err error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("map %s: %w", path, err)
 	}
+	// Advice only: a kernel that ignores it costs speed, not correctness.
 	if random {
-		// Advice only: a kernel that ignores it costs memory, not correctness.
 		_ = syscall.Madvise(b, syscall.MADV_RANDOM)
 	}
 	return b, func() error { return syscall.Munmap(b) }, nil

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/rollout/retrieve/elastic/elastictest"
+	"github.com/distill-rag/distill/rollout/runner"
+)
+
+// TestIndexKinds builds the sample's corpus into each kind of index (BM25,
+// dense against an embeddings server on loopback, a loopback Elasticsearch)
+// and retrieves through each, and through all three at once in one
+// rollout (hybrid).
+func TestIndexKinds(t *testing.T) {
+	t.Chdir(t.TempDir())
+	emb := llmtest.NewServer(llmtest.Options{EmbeddingDim: 32})
+	defer emb.Close()
+	es := elastictest.NewServer(elastictest.Options{})
+	defer es.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+
+	steps := [][]string{
+		{"index", "--dataset", "sample", "--out", "bm25"},
+		{"index", "--kind", "dense", "--dataset", "sample", "--out", "dense", "--embed-model", "e5-test", "--embed-base-url", emb.URL(), "--ivf"},
+		{"index", "--kind", "elasticsearch", "--dataset", "sample", "--es-url", es.URL(), "--es-index", "sample"},
+	}
+	for _, args := range steps {
+		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	u, err := url.Parse(es.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	esIndex := "es://" + u.Host + "/sample"
+	for _, idx := range []string{"bm25", "dense", esIndex} {
+		r := runDistill(t, "--quiet", "search", "--index", idx, "--embed-base-url", emb.URL(), "-k", "3", "--json", "director born city")
+		if r.code != 0 || strings.Count(r.stdout, "\n") != 3 {
+			t.Errorf("search --index %s: exit %d, stdout %q, stderr %q", idx, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := runDistill(t, "--quiet", "search", "--index", "dense", "--nprobe", "4", "--embed-base-url", emb.URL(), "-k", "3", "director")
+	if r.code != 0 {
+		t.Errorf("search with IVF: exit %d, stderr %q", r.code, r.stderr)
+	}
+	hybrid := strings.Join([]string{"bm25", "dense", esIndex}, ",")
+	r = runDistill(t, "--quiet", "rollout", "--index", hybrid, "--embed-base-url", emb.URL(), "--out", "ro", "--limit", "30")
+	if r.code != 0 {
+		t.Fatalf("rollout over a hybrid index: exit %d, stderr %q", r.code, r.stderr)
+	}
+	rows := checkTrajectories(t, filepath.Join("ro", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:30]))
+	if len(rows) == 0 || len(rows[len(rows)-1].Retrieved) == 0 {
+		t.Error("nothing retrieved through the hybrid index")
+	}
+}
