@@ -40,8 +40,7 @@ func TestPendingCommands(t *testing.T) {
 	tests := []struct {
 		name  string
 		issue string
-	}{
-	}
+	}{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			want := "distill " + tt.name + ": not implemented yet (tracked in issue " + tt.issue + ": "

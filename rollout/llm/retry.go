@@ -127,7 +127,9 @@ func NewRetrier(opts RetryOptions) *Retrier { return &Retrier{r: newRetrier(opts
 // Do runs op until it succeeds, fails with an error opts.Retryable
 // refuses, runs out of attempts or ctx ends, waiting between attempts as
 // Retry does.
-func (r *Retrier) Do(ctx context.Context, op func(context.Context) error) error { return r.r.do(ctx, op) }
+func (r *Retrier) Do(ctx context.Context, op func(context.Context) error) error {
+	return r.r.do(ctx, op)
+}
 
 // Retry returns a Chatter that retries next on the errors that
 // opts.Retryable accepts (by default IsRetryable: timeouts, 408, 409, 425,
