@@ -69,7 +69,9 @@ func isPythonSpace(r rune) bool {
 // it and none after it (case-ignorable characters skipped both ways).
 func finalSigma(rs []rune, i int) bool {
 	cased := func(r rune) bool { return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) }
-	ignorable := func(r rune) bool { return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk) || r == '\'' || r == '.' || r == ':' }
+	ignorable := func(r rune) bool {
+		return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk) || r == '\'' || r == '.' || r == ':'
+	}
 	before := false
 	for j := i - 1; j >= 0; j-- {
 		if ignorable(rs[j]) {

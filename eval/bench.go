@@ -54,7 +54,7 @@ type Options struct {
 	Resume bool
 	// Shard runs the questions of one shard only (by a hash of the id);
 	// MergeShards joins the shards' benchmarks.
-	Shard runner.Shard
+	Shard data.Shard
 	// Usage returns a variant's model usage so far (nil: none).
 	Usage func(variant string) []llm.Stats
 	// Retriever names the retriever for the runs' records.
@@ -251,7 +251,9 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 
 // roleName names a role's implementation for a run's record (a resumed
 // variant must have the same).
-func roleName(r any) runner.Role { return runner.Role{Name: strings.TrimPrefix(fmt.Sprintf("%T", r), "*")} }
+func roleName(r any) runner.Role {
+	return runner.Role{Name: strings.TrimPrefix(fmt.Sprintf("%T", r), "*")}
+}
 
 // cmpOr returns a when it is not nil, else b.
 func cmpOr[T comparable](a, b T) T {

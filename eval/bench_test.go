@@ -3,9 +3,9 @@ package eval
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -211,7 +211,7 @@ func TestBenchShardsMerge(t *testing.T) {
 	for i := range 2 {
 		o := base
 		o.Out = filepath.Join(dir, fmt.Sprint("shard", i))
-		o.Shard = runner.Shard{I: i, N: 2}
+		o.Shard = data.Shard{I: i, N: 2}
 		if _, err := Run(t.Context(), o); err != nil {
 			t.Fatal(err)
 		}

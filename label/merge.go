@@ -10,7 +10,6 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/runner"
 )
 
 // Merge joins the outputs of finished labelling runs, the shards of one
@@ -94,7 +93,7 @@ func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
 	merged.StartedAt, merged.FinishedAt = start.UTC(), time.Now().UTC()
 	merged.WallSeconds = time.Since(start).Seconds()
 	if n := len(shards); n > 0 {
-		sh, err := runner.ParseShard(firstKey(shards))
+		sh, err := data.ParseShard(firstKey(shards))
 		if err == nil && n < sh.N {
 			merged.Error = fmt.Sprintf("%d of %d shards merged", n, sh.N)
 		}

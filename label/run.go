@@ -16,7 +16,6 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/runner"
 )
 
 // Names of what a labelling run writes in its output directory.
@@ -73,7 +72,7 @@ type Options struct {
 	// Shard keeps the states of the questions of one shard (by a hash of
 	// the question id, as rollout shards; the zero Shard keeps all), so
 	// that several machines label one rollout; Merge joins their outputs.
-	Shard runner.Shard
+	Shard data.Shard
 	// CheckpointStates and CheckpointInterval bound the states and the time
 	// between two checkpoints (defaults 512 and 30s).
 	CheckpointStates   int

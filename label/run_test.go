@@ -18,7 +18,6 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/llm"
 	"github.com/distill-rag/distill/rollout/llm/llmtest"
-	"github.com/distill-rag/distill/rollout/runner"
 )
 
 const teacherModel = "teacher-test"
@@ -351,7 +350,7 @@ func TestShardsAndMerge(t *testing.T) {
 	var outs []string
 	total := 0
 	for i := range 3 {
-		sh, err := runner.ParseShard(fmt.Sprintf("%d/3", i))
+		sh, err := data.ParseShard(fmt.Sprintf("%d/3", i))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -116,7 +116,7 @@ func benchAction(c *cli.Context) error {
 	case !slices.Contains(summarizerKinds, c.String("summarizer")):
 		return usageErrorf("bench: unknown --summarizer %q (want %s)", c.String("summarizer"), strings.Join(summarizerKinds, ", "))
 	}
-	shard, err := runner.ParseShard(c.String("shard"))
+	shard, err := data.ParseShard(c.String("shard"))
 	if err != nil {
 		return usageErrorf("bench: --shard: %w", err)
 	}

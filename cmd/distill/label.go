@@ -217,7 +217,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	case c.Duration("checkpoint-interval") <= 0:
 		return label.Options{}, usageErrorf("label: --checkpoint-interval must be positive")
 	}
-	shard, err := runner.ParseShard(c.String("shard"))
+	shard, err := data.ParseShard(c.String("shard"))
 	if err != nil {
 		return label.Options{}, usageErrorf("label: --shard: %w", err)
 	}

@@ -179,7 +179,7 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 	if err != nil {
 		return runner.Options{}, usageErrorf("rollout: --dedup: %w", err)
 	}
-	shard, err := runner.ParseShard(c.String("shard"))
+	shard, err := data.ParseShard(c.String("shard"))
 	if err != nil {
 		return runner.Options{}, usageErrorf("rollout: --shard: %w", err)
 	}

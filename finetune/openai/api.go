@@ -281,4 +281,3 @@ func (b *Backend) upload(ctx context.Context, path string) (string, error) {
 	})
 	return id, err
 }
-

@@ -155,10 +155,10 @@ func merge(ctx context.Context, out string, inputs []string, reports []Report) (
 
 // missingShards names the shards of the split that none of the reports is.
 func missingShards(reports []Report) []string {
-	have := map[Shard]bool{}
+	have := map[data.Shard]bool{}
 	n := 0
 	for _, r := range reports {
-		s, err := ParseShard(r.Config.Shard)
+		s, err := data.ParseShard(r.Config.Shard)
 		if err != nil || s.N == 0 {
 			return nil // not a split, or not one we can read
 		}
@@ -167,8 +167,8 @@ func missingShards(reports []Report) []string {
 	}
 	var missing []string
 	for i := range n {
-		if !have[Shard{I: i, N: n}] {
-			missing = append(missing, Shard{I: i, N: n}.String())
+		if !have[data.Shard{I: i, N: n}] {
+			missing = append(missing, data.Shard{I: i, N: n}.String())
 		}
 	}
 	return missing
@@ -176,7 +176,7 @@ func missingShards(reports []Report) []string {
 
 // shardCount returns the n of a run's shard i/n, 0 for a run not sharded.
 func shardCount(r Report) int {
-	s, _ := ParseShard(r.Config.Shard)
+	s, _ := data.ParseShard(r.Config.Shard)
 	return s.N
 }
 

@@ -21,7 +21,7 @@ func runShards(t *testing.T, qs []data.Question, n int, opts Options) []string {
 	var dirs []string
 	for i := range n {
 		o := opts
-		o.Questions, o.Out, o.Shard = Slice(qs), filepath.Join(t.TempDir(), "shard"), Shard{I: i, N: n}
+		o.Questions, o.Out, o.Shard = Slice(qs), filepath.Join(t.TempDir(), "shard"), data.Shard{I: i, N: n}
 		if o.Roles.Judge == nil {
 			o.Roles, _ = fakeRoles()
 		}

@@ -40,7 +40,7 @@ type Options struct {
 	// the input (before sharding).
 	Limit int
 	// Shard keeps the questions of one shard (the zero Shard keeps all).
-	Shard Shard
+	Shard data.Shard
 	// Resume continues the run in Out: questions that its parts hold are
 	// skipped. Without Resume, Out must be empty or absent.
 	Resume bool
@@ -161,7 +161,7 @@ func newRun(o Options) (*run, error) {
 	case o.Workers < 0, o.Limit < 0, o.CheckpointQuestions < 0, o.CheckpointInterval < 0:
 		return nil, bad("negative workers, limit or checkpoint bound")
 	}
-	if err := o.Shard.check(); err != nil {
+	if err := o.Shard.Check(); err != nil {
 		return nil, err
 	}
 	if err := checkLoop(o.Loop); err != nil {

@@ -400,7 +400,7 @@ func TestRunRefusesToMixRuns(t *testing.T) {
 		{"not empty without resume", func(o *Options) {}, ErrOutExists},
 		{"other policy", func(o *Options) { o.Resume, o.Loop.Policy = true, rollout.Fixed }, ErrMismatch},
 		{"other judge", func(o *Options) { o.Resume, o.Info.Judge.Name = true, "never" }, ErrMismatch},
-		{"other shard", func(o *Options) { o.Resume, o.Shard = true, Shard{I: 0, N: 2} }, ErrMismatch},
+		{"other shard", func(o *Options) { o.Resume, o.Shard = true, data.Shard{I: 0, N: 2} }, ErrMismatch},
 		{"other limit", func(o *Options) { o.Resume, o.Limit = true, 5 }, ErrMismatch},
 		{"other questions", func(o *Options) { o.Resume, o.Questions = true, Slice(makeQuestions(10, nil)) }, ErrMismatch},
 		{"not a run", func(o *Options) { o.Resume, o.Out = true, notRun }, ErrNotRun},
@@ -438,7 +438,7 @@ func TestRunOptionErrors(t *testing.T) {
 		{"no retriever", func(o *Options) { o.Roles.Retriever = nil }, rollout.ErrMissingRole},
 		{"negative workers", func(o *Options) { o.Workers = -1 }, ErrOptions},
 		{"negative limit", func(o *Options) { o.Limit = -1 }, ErrOptions},
-		{"bad shard", func(o *Options) { o.Shard = Shard{I: 2, N: 2} }, ErrShard},
+		{"bad shard", func(o *Options) { o.Shard = data.Shard{I: 2, N: 2} }, data.ErrShard},
 		{"bad policy", func(o *Options) { o.Loop.Policy = 7 }, rollout.ErrOptions},
 		{"negative top-k", func(o *Options) { o.Loop.TopK = -1 }, rollout.ErrOptions},
 	}

@@ -1,4 +1,4 @@
-package runner
+package data
 
 import (
 	"errors"
@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// Shard selects the questions of one of N machines: shard I of N (0 <= I < N)
+// Shard selects the questions of one of N machines (for rollouts,
+// labelling and benchmarks): shard I of N (0 <= I < N)
 // holds the questions whose id hashes to I modulo N. The hash is FNV-1a of
 // the id, so the split depends on nothing but the ids: every shard of a run
 // sees the same partition, whatever order or machine. The zero Shard selects
@@ -32,13 +33,14 @@ func ParseShard(s string) (Shard, error) {
 		return Shard{}, fmt.Errorf("shard %q: want i/n, as 0/4: %w", s, ErrShard)
 	}
 	sh := Shard{I: i, N: n}
-	if err := sh.check(); err != nil {
+	if err := sh.Check(); err != nil {
 		return Shard{}, err
 	}
 	return sh, nil
 }
 
-func (s Shard) check() error {
+// Check reports whether the shard is valid (the zero Shard is).
+func (s Shard) Check() error {
 	if s == (Shard{}) {
 		return nil
 	}
