@@ -2,8 +2,8 @@ package bm25
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"github.com/distill-rag/distill/rollout/retrieve/internal/record"
 	"math"
 	"strings"
 	"unsafe"
@@ -114,7 +114,7 @@ func (h *header) encode() []byte {
 	return b
 }
 
-var errCorrupt = errors.New("index file is damaged")
+var errCorrupt = record.ErrCorrupt
 
 func decodeHeader(b []byte) (header, error) {
 	var h header
@@ -171,51 +171,10 @@ func view[T uint16 | uint32 | uint64 | float32](b []byte) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size)
 }
 
-// Stored documents: the uvarint-length-prefixed text, then the
-// sentence count and, for each sentence, either its [start, end) byte range
-// in text (when all sentences are pieces of text in order, the common case)
-// or the sentence itself.
-const (
-	sentSpans   = 0
-	sentStrings = 1
-)
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
+// Stored documents are record bodies: the text, then the sentences (see
+// package record).
 func encodeDoc(b []byte, text string, sentences []string) []byte {
-	b = appendString(b, text)
-	b = binary.AppendUvarint(b, uint64(len(sentences)))
-	if len(sentences) == 0 {
-		return b
-	}
-	spans := make([]uint64, 0, 2*len(sentences))
-	pos := 0
-	for _, s := range sentences {
-		j := indexFrom(text, s, pos)
-		if j < 0 {
-			spans = nil
-			break
-		}
-		spans = append(spans, uint64(j), uint64(j+len(s)))
-		pos = j + len(s)
-	}
-	if spans == nil {
-		b = append(b, sentStrings)
-		for _, s := range sentences {
-			b = appendString(b, s)
-		}
-		return b
-	}
-	b = append(b, sentSpans)
-	prev := uint64(0)
-	for _, v := range spans {
-		b = binary.AppendUvarint(b, v-prev)
-		prev = v
-	}
-	return b
+	return record.AppendBody(b, text, sentences)
 }
 
 func indexFrom(s, sub string, from int) int {
@@ -224,51 +183,4 @@ func indexFrom(s, sub string, from int) int {
 		return -1
 	}
 	return from + j
-}
-
-// docReader decodes stored documents, checking every length against the
-// buffer so that a damaged file gives an error, not a panic.
-type docReader struct {
-	b   []byte
-	err error
-}
-
-func (r *docReader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errCorrupt
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *docReader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)) {
-		r.err = errCorrupt
-		return nil
-	}
-	s := r.b[:n]
-	r.b = r.b[n:]
-	return s
-}
-
-func (r *docReader) byte() byte {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) == 0 {
-		r.err = errCorrupt
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
 }

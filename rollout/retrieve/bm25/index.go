@@ -15,6 +15,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/retrieve"
 	"github.com/distill-rag/distill/rollout/retrieve/internal/mmap"
+	"github.com/distill-rag/distill/rollout/retrieve/internal/record"
 )
 
 // Index is a BM25 index opened from disk. It meets the retrieve contract:
@@ -291,36 +292,10 @@ func (x *Index) header(d uint32) data.Passage {
 // passage decodes stored document d into a fresh Passage.
 func (x *Index) passage(d uint32) (data.Passage, error) {
 	p := x.header(d)
-	r := docReader{b: x.docData[x.docOff[d]:x.docOff[d+1]]}
-	p.Text = string(r.bytes())
-	ns := r.uvarint()
-	if r.err == nil && ns > 0 {
-		if ns > uint64(len(r.b)) {
-			return p, fmt.Errorf("document %d: %w", d, errCorrupt)
-		}
-		p.Sentences = make([]string, 0, ns)
-		switch r.byte() {
-		case sentSpans:
-			pos := uint64(0)
-			for range ns {
-				start := pos + r.uvarint()
-				end := start + r.uvarint()
-				if r.err != nil || end > uint64(len(p.Text)) {
-					return p, fmt.Errorf("document %d: %w", d, errCorrupt)
-				}
-				p.Sentences = append(p.Sentences, p.Text[start:end])
-				pos = end
-			}
-		case sentStrings:
-			for range ns {
-				p.Sentences = append(p.Sentences, string(r.bytes()))
-			}
-		default:
-			r.err = errCorrupt
-		}
-	}
-	if r.err != nil {
-		return p, fmt.Errorf("document %d: %w", d, r.err)
+	r := record.Reader{B: x.docData[x.docOff[d]:x.docOff[d+1]]}
+	p.Text, p.Sentences = r.Body()
+	if r.Err != nil {
+		return p, fmt.Errorf("document %d: %w", d, r.Err)
 	}
 	return p, nil
 }

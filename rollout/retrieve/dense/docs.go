@@ -9,22 +9,18 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/rollout/retrieve/internal/mmap"
+	"github.com/distill-rag/distill/rollout/retrieve/internal/record"
 )
 
 // docs.bin holds the passages, in row order, so that hits carry whole
 // passages without going back to the corpus:
 //
 //	[0:8)     magic "DSTLDDOC"
-//	records   one per passage: id, title and text, each a uvarint length
-//	          and its bytes; the sentence count (uvarint); then, when there
-//	          are sentences, either sentSpans and each sentence's [start, end)
-//	          in the text as uvarint deltas (sentences that are pieces of
-//	          the text in order, the usual case), or sentStrings and each
-//	          sentence as a length-prefixed string
+//	records   one per passage: id and title (record.AppendString), then
+//	          the body, text and sentences (record.AppendBody)
 //	offsets   [N+1]uint64: where each record starts, the last where they end
 //	idHash    [H]uint32: open addressing from FNV-1a(id) to row+1 (0 empty),
 //	          H a power of two at least 2N
@@ -32,10 +28,6 @@ import (
 //	          the table's position, CRC-32C of the trailer's first 48 bytes
 //
 // Sections start on 8-byte boundaries.
-const (
-	sentSpans   = 0
-	sentStrings = 1
-)
 
 // docWriter streams passages into a temporary docs file and finishes it
 // with the offsets, the id table and the trailer.
@@ -65,10 +57,9 @@ func (w *docWriter) add(p data.Passage) error {
 	if p.ID == "" {
 		return errors.New("empty doc id")
 	}
-	b := appendString(w.buf[:0], p.ID)
-	b = appendString(b, p.Title)
-	b = appendString(b, p.Text)
-	b = appendSentences(b, p.Text, p.Sentences)
+	b := record.AppendString(w.buf[:0], p.ID)
+	b = record.AppendString(b, p.Title)
+	b = record.AppendBody(b, p.Text, p.Sentences)
 	w.buf = b
 	if _, err := w.w.Write(b); err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
@@ -100,8 +91,8 @@ func (w *docWriter) finish() (err error) {
 	table := make([]uint32, idTableSize(n))
 	mask := uint64(len(table) - 1)
 	idAt := func(row int) []byte {
-		r := reader{b: recs[w.off[row]:w.off[row+1]]}
-		return r.bytes()
+		r := record.Reader{B: recs[w.off[row]:w.off[row+1]]}
+		return r.Bytes()
 	}
 	for row := range n {
 		id := idAt(row)
@@ -154,43 +145,6 @@ func (w *docWriter) finish() (err error) {
 func (w *docWriter) abort() {
 	w.f.Close()
 	os.Remove(w.f.Name())
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendSentences(b []byte, text string, sentences []string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(sentences)))
-	if len(sentences) == 0 {
-		return b
-	}
-	spans := make([]uint64, 0, 2*len(sentences))
-	pos := 0
-	for _, s := range sentences {
-		j := strings.Index(text[pos:], s)
-		if j < 0 {
-			spans = nil
-			break
-		}
-		spans = append(spans, uint64(pos+j), uint64(pos+j+len(s)))
-		pos += j + len(s)
-	}
-	if spans == nil {
-		b = append(b, sentStrings)
-		for _, s := range sentences {
-			b = appendString(b, s)
-		}
-		return b
-	}
-	b = append(b, sentSpans)
-	prev := uint64(0)
-	for _, v := range spans {
-		b = binary.AppendUvarint(b, v-prev)
-		prev = v
-	}
-	return b
 }
 
 // idTableSize is the number of slots of the id table for n passages.
@@ -266,14 +220,14 @@ func openDocs(b []byte) (docStore, error) {
 	return s, nil
 }
 
-func (s *docStore) record(row int) reader {
-	return reader{b: s.b[s.off[row]:s.off[row+1]]}
+func (s *docStore) record(row int) record.Reader {
+	return record.Reader{B: s.b[s.off[row]:s.off[row+1]]}
 }
 
 // id returns the id of row without copying.
 func (s *docStore) id(row int) []byte {
 	r := s.record(row)
-	return r.bytes()
+	return r.Bytes()
 }
 
 // lookup returns the row of id, or -1.
@@ -301,84 +255,12 @@ func (s *docStore) lookup(id string) int {
 // title alone.
 func (s *docStore) passage(row int, titlesOnly bool) (data.Passage, error) {
 	r := s.record(row)
-	p := data.Passage{ID: string(r.bytes()), Title: string(r.bytes())}
+	p := data.Passage{ID: string(r.Bytes()), Title: string(r.Bytes())}
 	if !titlesOnly {
-		p.Text = string(r.bytes())
-		ns := r.uvarint()
-		if r.err == nil && ns > 0 {
-			if ns > uint64(len(r.b)) {
-				return p, fmt.Errorf("%s: passage %d: %w", docsFile, row, errCorrupt)
-			}
-			p.Sentences = make([]string, 0, ns)
-			switch r.byte() {
-			case sentSpans:
-				pos := uint64(0)
-				for range ns {
-					start := pos + r.uvarint()
-					end := start + r.uvarint()
-					if r.err != nil || start < pos || end < start || end > uint64(len(p.Text)) {
-						return p, fmt.Errorf("%s: passage %d: %w", docsFile, row, errCorrupt)
-					}
-					p.Sentences = append(p.Sentences, p.Text[start:end])
-					pos = end
-				}
-			case sentStrings:
-				for range ns {
-					p.Sentences = append(p.Sentences, string(r.bytes()))
-				}
-			default:
-				r.err = errCorrupt
-			}
-		}
+		p.Text, p.Sentences = r.Body()
 	}
-	if r.err != nil {
-		return p, fmt.Errorf("%s: passage %d: %w", docsFile, row, r.err)
+	if r.Err != nil {
+		return p, fmt.Errorf("%s: passage %d: %w", docsFile, row, r.Err)
 	}
 	return p, nil
-}
-
-// reader decodes a record, remembering the first error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err = errCorrupt
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.b)) {
-		r.err = errCorrupt
-		return nil
-	}
-	s := r.b[:n]
-	r.b = r.b[n:]
-	return s
-}
-
-func (r *reader) byte() byte {
-	if r.err != nil {
-		return 0
-	}
-	if len(r.b) == 0 {
-		r.err = errCorrupt
-		return 0
-	}
-	c := r.b[0]
-	r.b = r.b[1:]
-	return c
 }

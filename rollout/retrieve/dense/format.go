@@ -2,8 +2,8 @@ package dense
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"github.com/distill-rag/distill/rollout/retrieve/internal/record"
 	"hash/crc32"
 	"math"
 	"unsafe"
@@ -43,7 +43,7 @@ const (
 )
 
 // errCorrupt marks a damaged or foreign file.
-var errCorrupt = errors.New("index file is damaged")
+var errCorrupt = record.ErrCorrupt
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
