@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -297,7 +298,7 @@ func TestBuildErrors(t *testing.T) {
 }
 
 func contains(s, sub string) bool {
-	return len(sub) == 0 || (len(s) >= len(sub) && indexFrom(s, sub, 0) >= 0)
+	return strings.Contains(s, sub)
 }
 
 func TestBuildOverwrite(t *testing.T) {

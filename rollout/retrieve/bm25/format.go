@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/distill-rag/distill/rollout/retrieve/internal/record"
 	"math"
-	"strings"
 	"unsafe"
 )
 
@@ -175,12 +174,4 @@ func view[T uint16 | uint32 | uint64 | float32](b []byte) []T {
 // package record).
 func encodeDoc(b []byte, text string, sentences []string) []byte {
 	return record.AppendBody(b, text, sentences)
-}
-
-func indexFrom(s, sub string, from int) int {
-	j := strings.Index(s[from:], sub)
-	if j < 0 {
-		return -1
-	}
-	return from + j
 }
