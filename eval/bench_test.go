@@ -14,10 +14,10 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
+	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
-	"github.com/distill-rag/distill/rollout/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

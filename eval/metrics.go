@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // EM is SQuAD v1.1's exact match of a prediction against the gold answers:

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // update rewrites the golden files under testdata: go test ./eval -update.

@@ -13,7 +13,7 @@ import (
 	"slices"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // KindSFT is the kind of the exported parquet files: rows of Example.

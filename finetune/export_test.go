@@ -13,7 +13,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/finetunetest"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // TestExportFormats checks every exported format against the labels: each

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // Defaults of BatchOptions.

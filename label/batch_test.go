@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 // batchOptions returns labelling options that go through the batch API of

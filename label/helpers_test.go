@@ -9,8 +9,8 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

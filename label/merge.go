@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // Merge joins the outputs of finished labelling runs, the shards of one

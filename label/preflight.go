@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // ExpectedCompletionTokens is the completion length a preflight assumes on

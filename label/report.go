@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // Statuses of a labelling run, as label.json records them.

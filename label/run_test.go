@@ -16,8 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 const teacherModel = "teacher-test"

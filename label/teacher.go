@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
 )
 
 // Item is what a teacher labels: one recorded state and its question, gold

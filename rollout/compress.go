@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // Compressor writes a round's evidence itself instead of pointing at

@@ -7,8 +7,8 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 // roundSentences numbers two documents of three sentences each.

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25"
 )
 
 // passages is a bm25.Source over a slice.

@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/distill-rag/distill/rollout/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25"
 )
 
 // The built-in roles see text as words: runs of letters and digits, joined

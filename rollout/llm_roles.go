@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // The answer caps of the model-backed roles, the method's settings: the

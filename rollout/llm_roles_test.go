@@ -19,8 +19,8 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 // scripted starts an llmtest server that answers with answers in turn,

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/retrieve"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 // The method's defaults.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/retrieve"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 // fakeRetriever returns the passages of its corpus in corpus order, skipping

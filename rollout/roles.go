@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/rollout/retrieve"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 // Judge reads a question and its evidence context and says whether the

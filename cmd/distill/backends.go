@@ -13,7 +13,7 @@ import (
 	ftopenai "github.com/distill-rag/distill/finetune/openai"
 	"github.com/distill-rag/distill/finetune/slurm"
 	"github.com/distill-rag/distill/finetune/trainer"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // backendFlags are the flags that configure the fine-tuning backends; the

@@ -16,8 +16,8 @@ import (
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/eval"
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 // fakeLLMCommand serves the fault-injecting OpenAI-compatible test server on

@@ -10,10 +10,10 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/retrieve/bm25"
-	"github.com/distill-rag/distill/rollout/retrieve/dense"
-	"github.com/distill-rag/distill/rollout/retrieve/elastic"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/dense"
+	"github.com/distill-rag/distill/retrieve/elastic"
 )
 
 func indexCommand() *cli.Command {

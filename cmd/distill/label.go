@@ -13,7 +13,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/label"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/label"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

@@ -10,11 +10,11 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/retrieve"
-	"github.com/distill-rag/distill/rollout/retrieve/bm25"
-	"github.com/distill-rag/distill/rollout/retrieve/dense"
-	"github.com/distill-rag/distill/rollout/retrieve/elastic"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/retrieve"
+	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/dense"
+	"github.com/distill-rag/distill/retrieve/elastic"
 )
 
 // openedIndex is an open retriever of any kind.

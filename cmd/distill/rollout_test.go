@@ -17,7 +17,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/distill-rag/distill/rollout/retrieve"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 func searchCommand() *cli.Command {

@@ -12,8 +12,8 @@ import (
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/builtin"
+	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 

@@ -17,7 +17,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // jobObject is the part of a fine_tuning.job object the backend reads.

@@ -17,7 +17,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/rollout/llm"
+	"github.com/distill-rag/distill/llm"
 )
 
 // Name is the backend's name.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/finetunetest"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 // newBackend returns a backend for s that retries at once.

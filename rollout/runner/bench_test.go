@@ -11,9 +11,9 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
-	"github.com/distill-rag/distill/rollout/llm/llmtest"
 )
 
 // chatRoles are test-only roles that make one chat call through an

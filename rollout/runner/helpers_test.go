@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/retrieve"
 )
 
 // The fakes below make a loop whose course is known from the question: a

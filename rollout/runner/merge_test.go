@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
 )
 
 // runShards runs the questions as n shards and returns their directories.

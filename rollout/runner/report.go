@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
 )
 
 // Names of what a run writes in its output directory.

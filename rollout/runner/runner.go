@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/llm"
 )
 
 // Defaults of Options.

@@ -1,0 +1,177 @@
+package bm25
+
+import (
+	"encoding/binary"
+	"fmt"
+	"github.com/distill-rag/distill/retrieve/internal/record"
+	"math"
+	"unsafe"
+)
+
+// The index is a directory holding meta.json (a human-readable
+// description), index.bin and docs.bin. index.bin is one little-endian file
+// laid out so that it can be mapped into memory and used without parsing:
+//
+//	header (headerSize bytes): magic, version, counts, k1, b, section table
+//	docLen   [N]uint32    analysed length of each document (title + text)
+//	termOff  [V+1]uint64  offsets of each term in termData; terms sorted bytewise
+//	termData []byte       the terms, concatenated
+//	postOff  [V+1]uint64  offsets of each term's postings in postDoc/postTF
+//	postDoc  [P]uint32    document numbers, ascending within a term
+//	postTF   [P]uint16    term frequencies (saturating at 65535)
+//	termMax  [V]float32   largest tf*(k1+1)/(tf+norm) of each term, for pruning
+//	idOff    [N+1]uint64  offsets of each doc id in idData
+//	idData   []byte       the doc ids, concatenated in document order
+//	idHash   [H]uint32    open-addressing table from hashID(id) to document
+//	                      number + 1 (0: empty slot), H a power of two >= 2N
+//	titleOff [N+1]uint64  offsets of each title in titleData
+//	titleData []byte      the titles, concatenated in document order
+//	docOff   [N+1]uint64  offsets of each stored document in docs.bin's body
+//
+// Every section starts on an 8-byte boundary. docs.bin is docsMagic
+// followed by the stored documents (see encodeDoc); searches touch it only
+// for the passages whose text they return.
+const (
+	magic         = "DSTLBM25"
+	docsMagic     = "DSTLDOCS"
+	formatVersion = 1
+	headerSize    = 512
+	indexFile     = "index.bin"
+	docsFile      = "docs.bin"
+	metaFile      = "meta.json"
+)
+
+const (
+	secDocLen = iota
+	secTermOff
+	secTermData
+	secPostOff
+	secPostDoc
+	secPostTF
+	secTermMax
+	secIDOff
+	secIDData
+	secIDHash
+	secTitleOff
+	secTitleData
+	secDocOff
+	numSections
+)
+
+// idTableSize is the number of slots of the id table for n documents: a
+// power of two at least twice n, so probes stay short.
+func idTableSize(n int) int {
+	size := 2
+	for size < 2*n {
+		size *= 2
+	}
+	return size
+}
+
+// hashID is FNV-1a (64 bits) of a doc id: fixed, so that the table built
+// by one process works in another.
+func hashID(id []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range id {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
+
+// The section table must fit in the header: this fails to compile if not.
+const _ = uint(headerSize - 64 - 16*numSections)
+
+// header is the fixed part at the start of index.bin.
+type header struct {
+	Version  uint32
+	Docs     uint64
+	Terms    uint64
+	Postings uint64
+	TotalLen uint64
+	K1, B    float64
+	Sections [numSections]section
+}
+
+type section struct{ Off, Len uint64 }
+
+func (h *header) encode() []byte {
+	b := make([]byte, headerSize)
+	copy(b, magic)
+	le := binary.LittleEndian
+	le.PutUint32(b[8:], h.Version)
+	le.PutUint64(b[16:], h.Docs)
+	le.PutUint64(b[24:], h.Terms)
+	le.PutUint64(b[32:], h.Postings)
+	le.PutUint64(b[40:], h.TotalLen)
+	le.PutUint64(b[48:], math.Float64bits(h.K1))
+	le.PutUint64(b[56:], math.Float64bits(h.B))
+	for i, s := range h.Sections {
+		le.PutUint64(b[64+16*i:], s.Off)
+		le.PutUint64(b[72+16*i:], s.Len)
+	}
+	return b
+}
+
+var errCorrupt = record.ErrCorrupt
+
+func decodeHeader(b []byte) (header, error) {
+	var h header
+	if len(b) < headerSize || string(b[:8]) != magic {
+		return h, fmt.Errorf("not a distill BM25 index: %w", errCorrupt)
+	}
+	le := binary.LittleEndian
+	h.Version = le.Uint32(b[8:])
+	if h.Version != formatVersion {
+		return h, fmt.Errorf("index format version %d, this build reads version %d: rebuild it with distill index", h.Version, formatVersion)
+	}
+	h.Docs = le.Uint64(b[16:])
+	h.Terms = le.Uint64(b[24:])
+	h.Postings = le.Uint64(b[32:])
+	h.TotalLen = le.Uint64(b[40:])
+	h.K1 = math.Float64frombits(le.Uint64(b[48:]))
+	h.B = math.Float64frombits(le.Uint64(b[56:]))
+	for i := range h.Sections {
+		h.Sections[i] = section{le.Uint64(b[64+16*i:]), le.Uint64(b[72+16*i:])}
+		s := h.Sections[i]
+		if s.Off%8 != 0 || s.Off > uint64(len(b)) || s.Len > uint64(len(b))-s.Off {
+			return h, fmt.Errorf("section %d out of bounds: %w", i, errCorrupt)
+		}
+	}
+	want := [numSections]uint64{
+		secDocLen: 4 * h.Docs, secTermOff: 8 * (h.Terms + 1), secPostOff: 8 * (h.Terms + 1),
+		secPostDoc: 4 * h.Postings, secPostTF: 2 * h.Postings, secTermMax: 4 * h.Terms,
+		secIDOff: 8 * (h.Docs + 1), secIDHash: 4 * uint64(idTableSize(int(min(h.Docs, 1<<40)))), secTitleOff: 8 * (h.Docs + 1),
+		secDocOff: 8 * (h.Docs + 1),
+	}
+	for i, w := range want {
+		if w != 0 && h.Sections[i].Len != w {
+			return h, fmt.Errorf("section %d has %d bytes, want %d: %w", i, h.Sections[i].Len, w, errCorrupt)
+		}
+	}
+	return h, nil
+}
+
+// littleEndian is true on the machines whose memory layout matches the file,
+// which lets the loader use the mapped bytes as typed slices directly.
+var littleEndian = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// view returns b as a slice of T without copying. b must be 8-byte aligned
+// (sections are, and mapped memory starts on a page boundary).
+func view[T uint16 | uint32 | uint64 | float32](b []byte) []T {
+	var zero T
+	size := int(unsafe.Sizeof(zero))
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size)
+}
+
+// Stored documents are record bodies: the text, then the sentences (see
+// package record).
+func encodeDoc(b []byte, text string, sentences []string) []byte {
+	return record.AppendBody(b, text, sentences)
+}
