@@ -3,36 +3,13 @@ package data
 import (
 	"encoding/json"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/distill-rag/distill/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with the golden file testdata/name, or rewrites it
-// with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); run go test -update if the change is intended:\n%s", path, diff)
-	}
-}
 
 func ev(title string, index int32, text string) Evidence {
 	return Evidence{DocID: "id-" + title, Title: title, Index: index, Text: text}
@@ -264,10 +241,10 @@ func TestJudgePromptGolden(t *testing.T) {
 	c.Append([]Evidence{{DocID: "d2", Title: "Thirta Grupoustaton", Index: 0, Text: "Thirta Grupoustaton (born 1 September 1956) is a film director."}})
 	q := "In which city was the director of The Electric Frontier born?"
 	p := JudgePrompt(q, c.Render())
-	golden(t, "judge_prompt.golden", "=== system\n"+p.System+"\n=== user\n"+p.User+"\n")
+	testkit.Golden(t, "judge_prompt.golden", "=== system\n"+p.System+"\n=== user\n"+p.User+"\n")
 
 	empty := JudgePrompt(q, "")
-	golden(t, "judge_prompt_empty.golden", "=== system\n"+empty.System+"\n=== user\n"+empty.User+"\n")
+	testkit.Golden(t, "judge_prompt_empty.golden", "=== system\n"+empty.System+"\n=== user\n"+empty.User+"\n")
 }
 
 func TestJudgePrompt(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 func TestCompare(t *testing.T) {
@@ -17,7 +19,7 @@ func TestCompare(t *testing.T) {
 	if err := Compare(&out, a, b); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "compare.txt.golden", out.Bytes())
+	testkit.Golden(t, "compare.txt.golden", out.String())
 
 	fields := func(metric string) []string {
 		t.Helper()

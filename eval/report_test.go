@@ -3,7 +3,6 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,11 +13,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 )
 
 // update rewrites the golden files under testdata: go test ./eval -update.
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // testReport is a report of two variants over the fixture: full on every
 // question, and no-judge on q1 and q2 only, q1 answered wrongly.
@@ -60,24 +59,6 @@ func testReport(t *testing.T) Report {
 	}
 }
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./eval -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got; go test ./eval -update refreshes it):\n%s", path, diff)
-	}
-}
-
 func TestReportGolden(t *testing.T) {
 	r := testReport(t)
 	var js, md bytes.Buffer
@@ -87,8 +68,8 @@ func TestReportGolden(t *testing.T) {
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "report.json.golden", js.Bytes())
-	golden(t, "report.md.golden", md.Bytes())
+	testkit.Golden(t, "report.json.golden", js.String())
+	testkit.Golden(t, "report.md.golden", md.String())
 }
 
 func TestReadReportRoundTrip(t *testing.T) {

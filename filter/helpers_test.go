@@ -2,40 +2,14 @@ package filter
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/distill-rag/distill/data"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/distill-rag/distill/data"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with the golden file testdata/name, or rewrites it
-// with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); run go test -update if the change is intended:\n%s", path, diff)
-	}
-}
 
 // lbl returns the label of state (qid, round): by default one sample,
 // sufficient, agreement 1, retrieval truth "neither", then changed by mods.

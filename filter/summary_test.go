@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/distill-rag/distill/data"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // goldenRows are labels that every rule and normalisation has work on,
@@ -45,13 +47,13 @@ func TestWriteTable(t *testing.T) {
 	if err := WriteTable(&buf, sum); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "table.golden", buf.String())
+	testkit.Golden(t, "table.golden", buf.String())
 
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "filter.golden.json", string(b)+"\n")
+	testkit.Golden(t, "filter.golden.json", string(b)+"\n")
 }
 
 func TestTruthAgreement(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -336,7 +337,7 @@ func TestTeacherPrompt(t *testing.T) {
 		t.Errorf("teacher user message differs from the judge's:\n%s\n---\n%s", p.User, j.User)
 	}
 	got := "SYSTEM:\n" + p.System + "\n\nUSER:\n" + p.User + "\n"
-	golden(t, filepath.Join("testdata", "teacher_prompt.golden"), got)
+	testkit.Golden(t, "teacher_prompt.golden", got)
 	if TeacherTemplateHash == data.JudgeTemplateHash {
 		t.Error("the teacher's template hash is the judge's")
 	}

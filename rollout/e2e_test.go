@@ -3,20 +3,16 @@ package rollout
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 func builtinRoles(r Retriever) Roles {
 	return Roles{Judge: LexicalJudge{}, Extractor: LexicalExtractor{}, Reader: LexicalReader{}, Retriever: r}
@@ -284,27 +280,5 @@ func TestSampleTrajectoryGolden(t *testing.T) {
 			}
 		}
 	}
-	golden(t, "sample_trajectories.golden.json", b.String())
-}
-
-// golden compares got with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); run go test -update if the change is intended:\n%s", path, diff)
-	}
+	testkit.Golden(t, "sample_trajectories.golden.json", b.String())
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -526,7 +527,7 @@ func TestLLMPromptsGolden(t *testing.T) {
 			for _, m := range r.Messages {
 				fmt.Fprintf(&b, "=== %s\n%s\n", m.Role, m.Content)
 			}
-			golden(t, "llm_"+role.name+"_prompt.golden", b.String())
+			testkit.Golden(t, "llm_"+role.name+"_prompt.golden", b.String())
 		})
 	}
 }

@@ -2,7 +2,6 @@ package slurm
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,15 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/finetunetest"
 	"github.com/distill-rag/distill/finetune/trainer"
 	"github.com/distill-rag/distill/finetune/trainer/trainertest"
+	"github.com/distill-rag/distill/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // fakeSlurm puts the stand-in sbatch, squeue, sacct and scancel
 // (testdata/bin) first on PATH, with a fresh queue, which it returns. Jobs
@@ -97,19 +93,7 @@ func TestSbatchScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "job.sbatch")
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; run go test -update after checking):\n%s", path, diff)
-	}
+	testkit.Golden(t, "job.sbatch", got)
 
 	// The defaults ask for one GPU and leave the rest to the cluster.
 	got, err = New(Options{}).sbatchScript(job, plan)

@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,27 +11,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// golden compares got with the file at path, or rewrites it with -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got; run go test -update after checking):\n%s", path, diff)
-	}
-}
 
 // testJob is a job with the method's settings and its exported files.
 func testJob(t *testing.T, val bool) finetune.Job {
@@ -88,7 +68,7 @@ func TestPrepareLLaMAFactory(t *testing.T) {
 				t.Errorf("plan (-want +got):\n%s", diff)
 			}
 			got := read(t, filepath.Join(job.Dir, LLaMAFactoryConfigFile))
-			golden(t, filepath.Join("testdata", "llamafactory_"+name+".yaml"), got)
+			testkit.Golden(t, "llamafactory_"+name+".yaml", got)
 
 			// What a YAML reader makes of it.
 			var m map[string]any
@@ -128,11 +108,11 @@ func TestPrepareTRL(t *testing.T) {
 	if diff := cmp.Diff(want, plan); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
-	golden(t, filepath.Join("testdata", "trl_config.json"), read(t, filepath.Join(job.Dir, TRLConfigFile)))
+	testkit.Golden(t, "trl_config.json", read(t, filepath.Join(job.Dir, TRLConfigFile)))
 	if got := read(t, filepath.Join(job.Dir, TRLScriptFile)); got != string(trainSFT) || !strings.Contains(got, "SFTTrainer") {
 		t.Errorf("%s is not the embedded script", TRLScriptFile)
 	}
-	golden(t, filepath.Join("testdata", "train.sh"), plan.Script("# header"))
+	testkit.Golden(t, "train.sh", plan.Script("# header"))
 }
 
 func TestPrepareCommand(t *testing.T) {

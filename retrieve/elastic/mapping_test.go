@@ -3,14 +3,11 @@ package elastic
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+	"github.com/distill-rag/distill/internal/testkit"
+)
 
 // TestIndexBody keeps the create-index bodies in golden files, so that a
 // change to the settings or the mapping shows up in review.
@@ -44,19 +41,7 @@ func TestIndexBody(t *testing.T) {
 				t.Fatal(err)
 			}
 			pretty.WriteByte('\n')
-			path := filepath.Join("testdata", "create-"+tt.name+".json")
-			if *update {
-				if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to write it)", err)
-			}
-			if got := pretty.String(); got != string(want) {
-				t.Errorf("create-index body differs from %s (rerun with -update if intended):\ngot:\n%s", path, got)
-			}
+			testkit.Golden(t, "create-"+tt.name+".json", pretty.String())
 		})
 	}
 }
