@@ -16,74 +16,15 @@ import (
 // truncated copy of it.
 func testCorpusReaderConformance(t *testing.T, format CorpusFormat, fixture string, want int) {
 	t.Helper()
-	t.Run("reads every passage", func(t *testing.T) {
-		r, err := OpenCorpus(fixture, format)
-		if err != nil {
-			t.Fatalf("OpenCorpus: %v", err)
+	open := func(path string) (recordReader[Passage], error) { return OpenCorpus(path, format) }
+	testReaderConformance(t, "OpenCorpus", open, fixture, want, 100_000, func(t *testing.T, p Passage) string {
+		switch {
+		case p.ID == "":
+			t.Errorf("passage %q: got an empty id", p.Title)
+		case p.Text == "":
+			t.Errorf("passage %s: got empty text", p.ID)
 		}
-		ids := make(map[string]bool)
-		for {
-			p, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				t.Fatalf("Next: got %v, want no error on a valid fixture", err)
-			}
-			switch {
-			case p.ID == "":
-				t.Errorf("passage %q: got an empty id", p.Title)
-			case ids[p.ID]:
-				t.Errorf("got id %q twice, want unique ids", p.ID)
-			case p.Text == "":
-				t.Errorf("passage %s: got empty text", p.ID)
-			}
-			ids[p.ID] = true
-		}
-		if len(ids) != want {
-			t.Errorf("got %d passages, want %d", len(ids), want)
-		}
-		if got := r.Stats(); got.Records != want || got.BadRecords != 0 {
-			t.Errorf("got stats %+v, want %d records and none bad", got, want)
-		}
-		for i := range 2 {
-			if _, err := r.Next(); err != io.EOF {
-				t.Errorf("Next %d after the end: got %v, want io.EOF", i, err)
-			}
-		}
-		for i := range 2 {
-			if err := r.Close(); err != nil {
-				t.Errorf("Close %d: got %v, want nil", i, err)
-			}
-		}
-		if _, err := r.Next(); err == nil || err == io.EOF {
-			t.Errorf("Next after Close: got %v, want an error", err)
-		}
-	})
-	t.Run("truncated input", func(t *testing.T) {
-		path := truncatedCopy(t, fixture)
-		r, err := OpenCorpus(path, format)
-		if err != nil {
-			if !strings.Contains(err.Error(), path) {
-				t.Errorf("OpenCorpus: got %q, want an error naming %s", err, path)
-			}
-			return
-		}
-		defer r.Close()
-		errs := 0
-		for range 100_000 {
-			_, err := r.Next()
-			if err != nil && err != io.EOF {
-				errs++
-			}
-			if !checkReaderError(t, err, path) {
-				if errs == 0 {
-					t.Errorf("got no error reading a truncated %s, want one", path)
-				}
-				return
-			}
-		}
-		t.Fatalf("reader of %s did not end", path)
+		return p.ID
 	})
 }
 

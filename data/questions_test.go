@@ -79,46 +79,42 @@ func checkReaderError(t *testing.T, err error, path string) (more bool) {
 	return false
 }
 
-// testQuestionReaderConformance checks the QuestionReader contract on a
-// valid fixture holding want questions, and on a truncated copy of it.
-func testQuestionReaderConformance(t *testing.T, format QuestionFormat, fixture string, want int) {
+// recordReader is what the corpus and question readers share: the
+// contract the conformance tests check.
+type recordReader[T any] interface {
+	Next() (T, error)
+	Stats() ReadStats
+	Close() error
+}
+
+// testReaderConformance checks the reader contract (see QuestionReader) on
+// a valid fixture holding want records with unique ids, and on a truncated
+// copy of it, where the reader must end within most calls of Next. check
+// vets one record and returns its id. name names open in messages.
+func testReaderConformance[T any](t *testing.T, name string, open func(path string) (recordReader[T], error), fixture string, want, most int, check func(*testing.T, T) string) {
 	t.Helper()
-	t.Run("reads every question", func(t *testing.T) {
-		r, err := OpenQuestions(fixture, format)
+	t.Run("reads every record", func(t *testing.T) {
+		r, err := open(fixture)
 		if err != nil {
-			t.Fatalf("OpenQuestions: %v", err)
+			t.Fatalf("%s: %v", name, err)
 		}
 		ids := make(map[string]bool)
 		for {
-			ex, err := r.Next()
+			rec, err := r.Next()
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
 				t.Fatalf("Next: got %v, want no error on a valid fixture", err)
 			}
-			q := ex.Question
-			switch {
-			case q.ID == "":
-				t.Errorf("question %q: got an empty id", q.Text)
-			case ids[q.ID]:
-				t.Errorf("got id %q twice, want unique ids", q.ID)
-			case q.Text == "":
-				t.Errorf("question %s: got empty text", q.ID)
-			case len(q.Answers) == 0:
-				t.Errorf("question %s: got no answers", q.ID)
-			case q.Dataset == "":
-				t.Errorf("question %s: got no dataset", q.ID)
+			id := check(t, rec)
+			if ids[id] && id != "" {
+				t.Errorf("got id %q twice, want unique ids", id)
 			}
-			ids[q.ID] = true
-			for _, p := range ex.Context {
-				if p.ID != DocID(p.Title, p.Text) {
-					t.Errorf("question %s: paragraph %q: got id %s, want DocID(title, text)", q.ID, p.Title, p.ID)
-				}
-			}
+			ids[id] = true
 		}
 		if len(ids) != want {
-			t.Errorf("got %d questions, want %d", len(ids), want)
+			t.Errorf("got %d records, want %d", len(ids), want)
 		}
 		if got := r.Stats(); got.Records != want || got.BadRecords != 0 {
 			t.Errorf("got stats %+v, want %d records and none bad", got, want)
@@ -139,16 +135,16 @@ func testQuestionReaderConformance(t *testing.T, format QuestionFormat, fixture 
 	})
 	t.Run("truncated input", func(t *testing.T) {
 		path := truncatedCopy(t, fixture)
-		r, err := OpenQuestions(path, format)
+		r, err := open(path)
 		if err != nil {
 			if !strings.Contains(err.Error(), path) {
-				t.Errorf("OpenQuestions: got %q, want an error naming %s", err, path)
+				t.Errorf("%s: got %q, want an error naming %s", name, err, path)
 			}
 			return
 		}
 		defer r.Close()
 		errs := 0
-		for range 1000 {
+		for range most {
 			_, err := r.Next()
 			if err != nil && err != io.EOF {
 				errs++
@@ -161,6 +157,32 @@ func testQuestionReaderConformance(t *testing.T, format QuestionFormat, fixture 
 			}
 		}
 		t.Fatalf("reader of %s did not end", path)
+	})
+}
+
+// testQuestionReaderConformance checks the QuestionReader contract on a
+// valid fixture holding want questions, and on a truncated copy of it.
+func testQuestionReaderConformance(t *testing.T, format QuestionFormat, fixture string, want int) {
+	t.Helper()
+	open := func(path string) (recordReader[Example], error) { return OpenQuestions(path, format) }
+	testReaderConformance(t, "OpenQuestions", open, fixture, want, 1000, func(t *testing.T, ex Example) string {
+		q := ex.Question
+		switch {
+		case q.ID == "":
+			t.Errorf("question %q: got an empty id", q.Text)
+		case q.Text == "":
+			t.Errorf("question %s: got empty text", q.ID)
+		case len(q.Answers) == 0:
+			t.Errorf("question %s: got no answers", q.ID)
+		case q.Dataset == "":
+			t.Errorf("question %s: got no dataset", q.ID)
+		}
+		for _, p := range ex.Context {
+			if p.ID != DocID(p.Title, p.Text) {
+				t.Errorf("question %s: paragraph %q: got id %s, want DocID(title, text)", q.ID, p.Title, p.ID)
+			}
+		}
+		return q.ID
 	})
 }
 

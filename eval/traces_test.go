@@ -5,23 +5,21 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
-	"flag"
 	"io"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/distill-rag/distill/data"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // The flag is not -update: another test file of the package may declare
 // that one.
-var updateTraces = flag.Bool("update-traces", false, "rewrite testdata/traces.golden.html")
 
 const tracesInjection = "<script>alert(1)</script>"
 
@@ -454,22 +452,7 @@ func TestTracesJSON(t *testing.T) {
 
 func TestTracesGolden(t *testing.T) {
 	page := renderTraces(t, tracesFixture())
-	path := filepath.Join("testdata", "traces.golden.html")
-	if *updateTraces {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, page, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestTracesGolden -update-traces to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(page)); diff != "" {
-		t.Errorf("page differs from %s (-want +got; -update-traces to accept):\n%s", path, diff)
-	}
+	testkit.Golden(t, "traces.html.golden", string(page))
 }
 
 func TestTracesEmpty(t *testing.T) {
