@@ -28,7 +28,7 @@ type Compressor interface {
 // CompressResult is a compressor's output.
 type CompressResult struct {
 	Evidence []data.Evidence
-	Call
+	data.Call
 }
 
 // documents groups numbered sentences by document, in order.
@@ -72,7 +72,7 @@ func (s LeadSummary) Compress(_ context.Context, _ string, _ []data.GapItem, sen
 			ev = append(ev, sent.Evidence)
 		}
 	}
-	return CompressResult{Evidence: ev, Call: Call{Raw: evidenceJSON(ev), Model: LeadSummaryName, TemplateHash: leadSummaryHash}}, nil
+	return CompressResult{Evidence: ev, Call: data.Call{Raw: evidenceJSON(ev), Model: LeadSummaryName, TemplateHash: leadSummaryHash}}, nil
 }
 
 // FocusedSummary is the built-in stand-in for a short query-focused
@@ -100,7 +100,7 @@ func (s FocusedSummary) Compress(_ context.Context, question string, gaps []data
 		}
 		ev = append(ev, e)
 	}
-	return CompressResult{Evidence: ev, Call: Call{Raw: evidenceJSON(ev), Model: FocusedSummaryName, TemplateHash: focusedSummaryHash}}, nil
+	return CompressResult{Evidence: ev, Call: data.Call{Raw: evidenceJSON(ev), Model: FocusedSummaryName, TemplateHash: focusedSummaryHash}}, nil
 }
 
 // renumber numbers a document's sentences from 1.
@@ -132,7 +132,7 @@ func (AllSentences) Extract(_ context.Context, _ string, _ []data.GapItem, sente
 	for _, s := range sentences[:min(len(sentences), max)] {
 		ids = append(ids, s.ID)
 	}
-	return ExtractResult{IDs: ids, Call: Call{Raw: idsJSON(ids), Model: AllSentencesName, TemplateHash: allSentencesHash}}, nil
+	return ExtractResult{IDs: ids, Call: data.Call{Raw: idsJSON(ids), Model: AllSentencesName, TemplateHash: allSentencesHash}}, nil
 }
 
 // SimilarityExtractor is the extractive-compression baseline (in the manner
@@ -173,7 +173,7 @@ func (SimilarityExtractor) Extract(_ context.Context, question string, _ []data.
 	for _, s := range all[:min(len(all), max)] {
 		ids = append(ids, s.id)
 	}
-	return ExtractResult{IDs: ids, Call: Call{Raw: idsJSON(ids), Model: SimilarityExtractorName, TemplateHash: similarityHash}}, nil
+	return ExtractResult{IDs: ids, Call: data.Call{Raw: idsJSON(ids), Model: SimilarityExtractorName, TemplateHash: similarityHash}}, nil
 }
 
 // The summariser's prompt, written for this project: the "LLM summary" and
@@ -236,7 +236,7 @@ func (s *LLMSummarizer) Compress(ctx context.Context, question string, _ []data.
 		hash, instruction = FocusedSummaryTemplateHash, summaryFocused
 	}
 	if len(docs) == 0 {
-		return CompressResult{Call: Call{Model: s.model, TemplateHash: hash}}, nil
+		return CompressResult{Call: data.Call{Model: s.model, TemplateHash: hash}}, nil
 	}
 	var b strings.Builder
 	for i, doc := range docs {

@@ -43,7 +43,7 @@ func (LexicalExtractor) Extract(_ context.Context, question string, gaps []data.
 	lx := getLexer()
 	defer putLexer(lx)
 	ids := rankSentences(lx, question, gaps, sentences, max)
-	return ExtractResult{IDs: ids, Call: Call{Raw: idsJSON(ids), Model: LexicalExtractorName, TemplateHash: lexicalExtractorHash}}, nil
+	return ExtractResult{IDs: ids, Call: data.Call{Raw: idsJSON(ids), Model: LexicalExtractorName, TemplateHash: lexicalExtractorHash}}, nil
 }
 
 func rankSentences(lx *lexer, question string, gaps []data.GapItem, sentences []Numbered, max int) []int {

@@ -79,7 +79,7 @@ func (LexicalJudge) Judge(_ context.Context, question string, c data.Context) (J
 	if err != nil {
 		return JudgeResult{}, fmt.Errorf("lexical judge: %w", err)
 	}
-	return JudgeResult{Verdict: v, Call: Call{Raw: string(raw), Model: LexicalJudgeName, TemplateHash: lexicalJudgeHash}}, nil
+	return JudgeResult{Verdict: v, Call: data.Call{Raw: string(raw), Model: LexicalJudgeName, TemplateHash: lexicalJudgeHash}}, nil
 }
 
 func judge(q *question, sents []sentence, all termSet) data.Verdict {
@@ -268,7 +268,7 @@ type Never struct{}
 func (Never) Judge(context.Context, string, data.Context) (JudgeResult, error) {
 	return JudgeResult{
 		Verdict: data.Verdict{GapItems: []data.GapItem{}},
-		Call:    Call{Raw: `{"sufficient":false,"gap_items":[]}`, Model: NeverName, TemplateHash: neverHash},
+		Call:    data.Call{Raw: `{"sufficient":false,"gap_items":[]}`, Model: NeverName, TemplateHash: neverHash},
 	}, nil
 }
 
@@ -280,6 +280,6 @@ type Always struct{}
 func (Always) Judge(context.Context, string, data.Context) (JudgeResult, error) {
 	return JudgeResult{
 		Verdict: data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
-		Call:    Call{Raw: `{"sufficient":true,"gap_items":[]}`, Model: AlwaysName, TemplateHash: alwaysHash},
+		Call:    data.Call{Raw: `{"sufficient":true,"gap_items":[]}`, Model: AlwaysName, TemplateHash: alwaysHash},
 	}, nil
 }

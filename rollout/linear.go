@@ -224,5 +224,5 @@ func (j *LinearJudge) Judge(ctx context.Context, question string, c data.Context
 	if err != nil {
 		return JudgeResult{}, err
 	}
-	return JudgeResult{Verdict: v, Call: Call{Raw: string(raw), Model: j.name, TemplateHash: j.hash}}, nil
+	return JudgeResult{Verdict: v, Call: data.Call{Raw: string(raw), Model: j.name, TemplateHash: j.hash}}, nil
 }

@@ -190,7 +190,7 @@ func NewLLMExtractor(c llm.Chatter, model string, opts ...LLMOption) *LLMExtract
 // Extract implements Extractor.
 func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data.GapItem, sentences []Numbered, max int) (ExtractResult, error) {
 	if max < 1 || len(sentences) == 0 {
-		return ExtractResult{IDs: []int{}, Call: Call{Model: x.model, TemplateHash: ExtractorTemplateHash}}, nil
+		return ExtractResult{IDs: []int{}, Call: data.Call{Model: x.model, TemplateHash: ExtractorTemplateHash}}, nil
 	}
 	schema := extractorSchema
 	req := llm.Request{
@@ -264,12 +264,12 @@ func messages(p data.Prompt) []llm.Message {
 }
 
 // newCall records a model call from its response.
-func newCall(resp llm.Response, model, hash string) Call {
-	call := Call{
+func newCall(resp llm.Response, model, hash string) data.Call {
+	call := data.Call{
 		Raw:          resp.Content,
 		Model:        resp.Model,
 		TemplateHash: hash,
-		Usage:        Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
+		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
 	}
 	if call.Model == "" {
 		call.Model = model
@@ -280,10 +280,10 @@ func newCall(resp llm.Response, model, hash string) Call {
 // decodedCall records a call made with llm.DecodeJSON from its response
 // and error: a *llm.ParseError becomes Call.ParseError; any other error is
 // returned for the role to return.
-func decodedCall(resp llm.Response, err error, model, hash string) (Call, error) {
+func decodedCall(resp llm.Response, err error, model, hash string) (data.Call, error) {
 	var perr *llm.ParseError
 	if err != nil && !errors.As(err, &perr) {
-		return Call{}, err
+		return data.Call{}, err
 	}
 	call := newCall(resp, model, hash)
 	if perr != nil {

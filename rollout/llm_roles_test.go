@@ -53,9 +53,9 @@ func client(t *testing.T, baseURL, model string) *llm.Client {
 
 // billed is the usage llmtest bills for its requests: white-space
 // separated words of the messages and of the answers.
-func billed(reqs []llmtest.Request, answers []string) Usage {
+func billed(reqs []llmtest.Request, answers []string) data.Usage {
 	words := func(s string) int64 { return int64(max(1, len(strings.Fields(s)))) }
-	var u Usage
+	var u data.Usage
 	for i, r := range reqs {
 		for _, m := range r.Messages {
 			u.PromptTokens += words(m.Content)
@@ -85,7 +85,7 @@ func checkReask(t *testing.T, reqs []llmtest.Request, firstAnswer string) {
 }
 
 // ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
-var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(Call{}, "ParseError", "Usage")
+var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(data.Call{}, "ParseError", "Usage")
 
 func TestLLMJudge(t *testing.T) {
 	gap := `{"category": "attribute", "target": "Orla Venn", "slot": "birthplace city", "description": "Find the city where Orla Venn was born."}`
@@ -130,7 +130,7 @@ func TestLLMJudge(t *testing.T) {
 			if wantRequests == 2 {
 				checkReask(t, reqs, tt.answers[0])
 			}
-			want := JudgeResult{Verdict: tt.want, Call: Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", TemplateHash: data.JudgeTemplateHash}}
+			want := JudgeResult{Verdict: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", TemplateHash: data.JudgeTemplateHash}}
 			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -215,7 +215,7 @@ func TestLLMExtractor(t *testing.T) {
 			if wantRequests == 2 {
 				checkReask(t, reqs, tt.answers[0])
 			}
-			want := ExtractResult{IDs: tt.want, Call: Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", TemplateHash: ExtractorTemplateHash}}
+			want := ExtractResult{IDs: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", TemplateHash: ExtractorTemplateHash}}
 			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -252,7 +252,7 @@ func TestLLMExtractorNothingToPointAt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := ExtractResult{IDs: []int{}, Call: Call{Model: "configured-extractor", TemplateHash: ExtractorTemplateHash}}
+			want := ExtractResult{IDs: []int{}, Call: data.Call{Model: "configured-extractor", TemplateHash: ExtractorTemplateHash}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -287,8 +287,8 @@ func TestLLMReader(t *testing.T) {
 			if len(reqs) != 1 {
 				t.Fatalf("got %d requests, want 1 (no re-ask)", len(reqs))
 			}
-			want := ReadResult{Answer: tt.want, Call: Call{Raw: tt.answer, Model: "reader-model", TemplateHash: ReaderTemplateHash, Usage: billed(reqs, []string{tt.answer})}}
-			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Call{}, "ParseError")); diff != "" {
+			want := ReadResult{Answer: tt.want, Call: data.Call{Raw: tt.answer, Model: "reader-model", TemplateHash: ReaderTemplateHash, Usage: billed(reqs, []string{tt.answer})}}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(data.Call{}, "ParseError")); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
 			switch {
@@ -311,28 +311,28 @@ type llmRole struct {
 	maxTokens  int
 	answer     string
 	schema     *llm.Schema
-	newAndCall func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error)
+	newAndCall func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error)
 }
 
 func llmRoles() []llmRole {
 	return []llmRole{
 		{
 			name: "judge", maxTokens: DefaultJudgeMaxTokens, answer: `{"sufficient": true, "gap_items": []}`, schema: &judgeSchema,
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMJudge(c, "judge-model", opts...).Judge(ctx, promptQuestion, promptContext())
 				return r.Call, err
 			},
 		},
 		{
 			name: "extractor", maxTokens: DefaultExtractorMaxTokens, answer: `{"evidence_global_ids": [2]}`, schema: &extractorSchema,
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMExtractor(c, "extractor-model", opts...).Extract(ctx, promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
 				return r.Call, err
 			},
 		},
 		{
 			name: "reader", maxTokens: DefaultReaderMaxTokens, answer: "Answer: Carrow",
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMReader(c, "reader-model", opts...).Answer(ctx, promptQuestion, promptContext())
 				return r.Call, err
 			},
@@ -450,7 +450,7 @@ func TestLLMRolesModelFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Call{Raw: role.answer, Model: role.name + "-model", TemplateHash: call.TemplateHash, Usage: Usage{PromptTokens: 7, CompletionTokens: 3}}
+			want := data.Call{Raw: role.answer, Model: role.name + "-model", TemplateHash: call.TemplateHash, Usage: data.Usage{PromptTokens: 7, CompletionTokens: 3}}
 			if diff := cmp.Diff(want, call); diff != "" {
 				t.Errorf("call differs (-want +got):\n%s", diff)
 			}
@@ -602,7 +602,7 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 		if tr.Answer != "x" {
 			t.Errorf("question %s: got answer %q, want %q", q.ID, tr.Answer, "x")
 		}
-		var judgeUsage, extractorUsage Usage
+		var judgeUsage, extractorUsage data.Usage
 		for r, st := range tr.States {
 			wantJudge := insufficientAnswer
 			if r == 2 {
@@ -615,8 +615,8 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 			if st.JudgePromptTokens == 0 || st.JudgeCompletionTokens == 0 {
 				t.Errorf("question %s round %d: got judge tokens %d + %d, want both counted", q.ID, r, st.JudgePromptTokens, st.JudgeCompletionTokens)
 			}
-			judgeUsage = judgeUsage.Add(Usage{st.JudgePromptTokens, st.JudgeCompletionTokens})
-			extractorUsage = extractorUsage.Add(Usage{st.ExtractorPromptTokens, st.ExtractorCompletionTokens})
+			judgeUsage = judgeUsage.Add(data.Usage{PromptTokens: st.JudgePromptTokens, CompletionTokens: st.JudgeCompletionTokens})
+			extractorUsage = extractorUsage.Add(data.Usage{PromptTokens: st.ExtractorPromptTokens, CompletionTokens: st.ExtractorCompletionTokens})
 			// The judge saw exactly the recorded context, in the one rendering.
 			mu.Lock()
 			seen := judgeUsers[key]
@@ -652,7 +652,7 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 			t.Errorf("question %s: got reader output %q, parse error %q, model %q, template %q, prompt tokens %d; want %q, none, %q, %q, some",
 				q.ID, last.ReaderOutput, last.ReaderParseError, last.ReaderModel, last.ReaderTemplate, last.ReaderPromptTokens, readerAnswer, readerModel, ReaderTemplateHash)
 		}
-		if judgeUsage != tr.JudgeUsage || extractorUsage != tr.ExtractorUsage || (Usage{last.ReaderPromptTokens, last.ReaderCompletionTokens}) != tr.ReaderUsage {
+		if judgeUsage != tr.JudgeUsage || extractorUsage != tr.ExtractorUsage || (data.Usage{PromptTokens: last.ReaderPromptTokens, CompletionTokens: last.ReaderCompletionTokens}) != tr.ReaderUsage {
 			t.Errorf("question %s: usage of the rows (%+v, %+v) does not add up to the trajectory's (%+v, %+v)", q.ID, judgeUsage, extractorUsage, tr.JudgeUsage, tr.ExtractorUsage)
 		}
 	}

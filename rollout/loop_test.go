@@ -64,11 +64,11 @@ func (j *scriptedJudge) Judge(_ context.Context, _ string, c data.Context) (Judg
 }
 
 func insufficient(gaps ...data.GapItem) JudgeResult {
-	return JudgeResult{Verdict: data.Verdict{GapItems: gaps}, Call: Call{Raw: "insufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: Usage{10, 2}}}
+	return JudgeResult{Verdict: data.Verdict{GapItems: gaps}, Call: data.Call{Raw: "insufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: data.Usage{PromptTokens: 10, CompletionTokens: 2}}}
 }
 
 func sufficient() JudgeResult {
-	return JudgeResult{Verdict: data.Verdict{Sufficient: true}, Call: Call{Raw: "sufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: Usage{10, 2}}}
+	return JudgeResult{Verdict: data.Verdict{Sufficient: true}, Call: data.Call{Raw: "sufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: data.Usage{PromptTokens: 10, CompletionTokens: 2}}}
 }
 
 // extractCall is what a fake extractor was given.
@@ -90,7 +90,7 @@ func (x *funcExtractor) Extract(_ context.Context, _ string, gaps []data.GapItem
 	if x.err != nil {
 		return ExtractResult{}, x.err
 	}
-	res := ExtractResult{Call: Call{Model: "extractor-model", TemplateHash: "extractor-hash", Usage: Usage{20, 4}}}
+	res := ExtractResult{Call: data.Call{Model: "extractor-model", TemplateHash: "extractor-hash", Usage: data.Usage{PromptTokens: 20, CompletionTokens: 4}}}
 	if x.choose != nil {
 		r := x.choose(len(x.calls)-1, sentences)
 		r.Call.Model, r.Call.TemplateHash, r.Call.Usage = res.Model, res.TemplateHash, res.Usage
@@ -117,7 +117,7 @@ func (r *fakeReader) Answer(_ context.Context, _ string, c data.Context) (ReadRe
 	if r.err != nil {
 		return ReadResult{}, r.err
 	}
-	return ReadResult{Answer: "answer", Call: Call{Raw: "Answer: answer", Model: "reader-model", TemplateHash: "reader-hash", Usage: Usage{30, 6}}}, nil
+	return ReadResult{Answer: "answer", Call: data.Call{Raw: "Answer: answer", Model: "reader-model", TemplateHash: "reader-hash", Usage: data.Usage{PromptTokens: 30, CompletionTokens: 6}}}, nil
 }
 
 // corpus makes n passages with ids d0..d(n-1), titles T0..T(n-1) and three
@@ -397,7 +397,7 @@ func contexts(tr Trajectory) []string {
 func TestLoopJudgeParseFailure(t *testing.T) {
 	bad := JudgeResult{
 		Verdict: data.Verdict{Sufficient: true, GapItems: []data.GapItem{{Target: "ignored"}}},
-		Call:    Call{Raw: "I think so", ParseError: "no JSON object", Model: "m"},
+		Call:    data.Call{Raw: "I think so", ParseError: "no JSON object", Model: "m"},
 	}
 	f := newFakes(bad, sufficient())
 	tr := run(t, f, Options{})
@@ -637,7 +637,7 @@ func TestLoopExtractorIDs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakes(insufficient(), sufficient())
 			f.extractor.choose = func(int, []Numbered) ExtractResult {
-				return ExtractResult{IDs: tt.ids, Call: Call{Raw: "raw", ParseError: tt.parseError}}
+				return ExtractResult{IDs: tt.ids, Call: data.Call{Raw: "raw", ParseError: tt.parseError}}
 			}
 			tr := run(t, f, Options{MaxEvidence: tt.max})
 			st := tr.States[1]
@@ -758,9 +758,9 @@ func TestLoopRecords(t *testing.T) {
 		{"reader output", last.ReaderOutput, "Answer: answer"},
 		{"answer", last.Answer, "answer"},
 		{"reader tokens", [2]int64{last.ReaderPromptTokens, last.ReaderCompletionTokens}, [2]int64{30, 6}},
-		{"judge usage", tr.JudgeUsage, Usage{20, 4}},
-		{"extractor usage", tr.ExtractorUsage, Usage{20, 4}},
-		{"reader usage", tr.ReaderUsage, Usage{30, 6}},
+		{"judge usage", tr.JudgeUsage, data.Usage{PromptTokens: 20, CompletionTokens: 4}},
+		{"extractor usage", tr.ExtractorUsage, data.Usage{PromptTokens: 20, CompletionTokens: 4}},
+		{"reader usage", tr.ReaderUsage, data.Usage{PromptTokens: 30, CompletionTokens: 6}},
 	}
 	for _, c := range checks {
 		if diff := cmp.Diff(c.want, c.got); diff != "" {

@@ -55,7 +55,7 @@ func (LexicalReader) Answer(_ context.Context, question string, c data.Context) 
 	default:
 		answer = extractSpan(q, sents)
 	}
-	return ReadResult{Answer: answer, Call: Call{Raw: "Answer: " + answer, Model: LexicalReaderName, TemplateHash: lexicalReaderHash}}, nil
+	return ReadResult{Answer: answer, Call: data.Call{Raw: "Answer: " + answer, Model: LexicalReaderName, TemplateHash: lexicalReaderHash}}, nil
 }
 
 // about returns the indexes of the sentences about a name: those of a

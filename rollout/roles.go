@@ -65,45 +65,23 @@ type Roles struct {
 	Retriever  Retriever
 }
 
-// Call records one role call for the trajectory: the raw output, why it
-// could not be parsed (empty when it could), which model answered, the hash
-// of the prompt template it was given, and the tokens it used.
-type Call struct {
-	Raw          string
-	ParseError   string
-	Model        string
-	TemplateHash string
-	Usage        Usage
-}
-
-// Usage counts the tokens of a call.
-type Usage struct {
-	PromptTokens     int64
-	CompletionTokens int64
-}
-
-// Add returns the sum of two usages.
-func (u Usage) Add(o Usage) Usage {
-	return Usage{PromptTokens: u.PromptTokens + o.PromptTokens, CompletionTokens: u.CompletionTokens + o.CompletionTokens}
-}
-
 // JudgeResult is a judge's output. Verdict is ignored when ParseError is set.
 type JudgeResult struct {
 	Verdict data.Verdict
-	Call
+	data.Call
 }
 
 // ExtractResult is an extractor's output: the sentence ids it gave, in its
 // order, unchecked (the loop drops invalid, repeated and surplus ids).
 type ExtractResult struct {
 	IDs []int
-	Call
+	data.Call
 }
 
 // ReadResult is a reader's output: the answer, without any "Answer:" prefix.
 type ReadResult struct {
 	Answer string
-	Call
+	data.Call
 }
 
 // Numbered is one sentence of a retrieved document as the extractor is

@@ -34,7 +34,7 @@ func (r chatRoles) Judge(ctx context.Context, question string, c data.Context) (
 	}
 	return rollout.JudgeResult{
 		Verdict: data.Verdict{GapItems: []data.GapItem{{Category: data.CategoryOther, Target: "Answer", Slot: "more"}}},
-		Call:    rollout.Call{Raw: resp.Content, Model: resp.Model, Usage: rollout.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)}},
+		Call:    data.Call{Raw: resp.Content, Model: resp.Model, Usage: data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)}},
 	}, nil
 }
 
@@ -47,7 +47,7 @@ func (r chatRoles) Extract(ctx context.Context, question string, _ []data.GapIte
 	if err != nil {
 		return rollout.ExtractResult{}, err
 	}
-	return rollout.ExtractResult{IDs: []int{1, 2}, Call: rollout.Call{Raw: resp.Content, Model: resp.Model}}, nil
+	return rollout.ExtractResult{IDs: []int{1, 2}, Call: data.Call{Raw: resp.Content, Model: resp.Model}}, nil
 }
 
 func (r chatRoles) Answer(ctx context.Context, question string, c data.Context) (rollout.ReadResult, error) {
@@ -55,7 +55,7 @@ func (r chatRoles) Answer(ctx context.Context, question string, c data.Context) 
 	if err != nil {
 		return rollout.ReadResult{}, err
 	}
-	return rollout.ReadResult{Answer: resp.Content, Call: rollout.Call{Raw: resp.Content, Model: resp.Model}}, nil
+	return rollout.ReadResult{Answer: resp.Content, Call: data.Call{Raw: resp.Content, Model: resp.Model}}, nil
 }
 
 // BenchmarkRolloutThroughput runs questions against the fault-free test
