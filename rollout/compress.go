@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/lexical"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -85,11 +85,14 @@ type FocusedSummary struct{ Words int }
 // Compress implements Compressor.
 func (s FocusedSummary) Compress(_ context.Context, question string, gaps []data.GapItem, sentences []Numbered) (CompressResult, error) {
 	words := cmp.Or(s.Words, 20)
-	lx := getLexer()
-	defer putLexer(lx)
 	var ev []data.Evidence
 	for _, doc := range documents(sentences) {
-		ids := rankSentences(lx, question, gaps, renumber(doc), 1)
+		// Numbered from 1 within the document, so that an id is its index + 1.
+		in := make([]lexical.Sentence, len(doc))
+		for i, sent := range doc {
+			in[i] = lexical.Sentence{ID: i + 1, Title: sent.Title, Text: sent.Text}
+		}
+		ids := lexical.Rank(question, gaps, in, 1)
 		if len(ids) == 0 {
 			continue
 		}
@@ -101,15 +104,6 @@ func (s FocusedSummary) Compress(_ context.Context, question string, gaps []data
 		ev = append(ev, e)
 	}
 	return CompressResult{Evidence: ev, Call: data.Call{Raw: evidenceJSON(ev), Model: FocusedSummaryName, TemplateHash: focusedSummaryHash}}, nil
-}
-
-// renumber numbers a document's sentences from 1.
-func renumber(doc []Numbered) []Numbered {
-	out := make([]Numbered, len(doc))
-	for i, s := range doc {
-		out[i] = Numbered{ID: i + 1, Evidence: s.Evidence, Line: NumberedLine(i+1, s.Evidence)}
-	}
-	return out
 }
 
 func evidenceJSON(ev []data.Evidence) string {
@@ -144,35 +138,7 @@ type SimilarityExtractor struct{}
 
 // Extract implements Extractor.
 func (SimilarityExtractor) Extract(_ context.Context, question string, _ []data.GapItem, sentences []Numbered, max int) (ExtractResult, error) {
-	lx := getLexer()
-	defer putLexer(lx)
-	q := make(map[string]bool)
-	for _, w := range lx.textWords(question) {
-		if w.stem != "" && !w.function {
-			q[w.stem] = true
-		}
-	}
-	type scored struct {
-		id    int
-		score float64
-	}
-	var all []scored
-	for _, s := range sentences {
-		seen := make(map[string]bool)
-		for _, w := range lx.textWords(s.Text) {
-			if q[w.stem] {
-				seen[w.stem] = true
-			}
-		}
-		if len(seen) > 0 {
-			all = append(all, scored{s.ID, float64(len(seen)) / float64(len(q))})
-		}
-	}
-	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
-	ids := []int{}
-	for _, s := range all[:min(len(all), max)] {
-		ids = append(ids, s.id)
-	}
+	ids := lexical.Similar(question, lexicalSentences(sentences), max)
 	return ExtractResult{IDs: ids, Call: data.Call{Raw: idsJSON(ids), Model: SimilarityExtractorName, TemplateHash: similarityHash}}, nil
 }
 

@@ -1,0 +1,98 @@
+package rollout
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/lexical"
+)
+
+func TestLexicalJudge(t *testing.T) {
+	for _, tt := range builtinCases {
+		res, err := LexicalJudge{}.Judge(context.Background(), tt.question, tt.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(lexical.Verdict(tt.question, tt.c.Evidence()), res.Verdict); diff != "" {
+			t.Errorf("%q: verdict differs from lexical.Verdict (-want +got):\n%s", tt.question, diff)
+		}
+		checkRawVerdict(t, res)
+		if res.Model != LexicalJudgeName || res.TemplateHash == "" || res.ParseError != "" {
+			t.Errorf("got model %q, hash %q, parse error %q", res.Model, res.TemplateHash, res.ParseError)
+		}
+	}
+}
+
+// checkRawVerdict checks that a judge's raw output parses back to its
+// verdict.
+func checkRawVerdict(t *testing.T, res JudgeResult) {
+	t.Helper()
+	parsed, err := data.ParseVerdict([]byte(res.Raw))
+	if err != nil {
+		t.Fatalf("raw output %s does not parse: %v", res.Raw, err)
+	}
+	if diff := cmp.Diff(res.Verdict, parsed, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("raw output parses to another verdict (-result +parsed):\n%s", diff)
+	}
+}
+
+func TestFixedPolicies(t *testing.T) {
+	tests := []struct {
+		judge Judge
+		name  string
+		want  data.Verdict
+	}{
+		{Never{}, NeverName, data.Verdict{GapItems: []data.GapItem{}}},
+		{Always{}, AlwaysName, data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
+	}
+	for _, tt := range tests {
+		res, err := tt.judge.Judge(context.Background(), "q?", builtinContext(filmBlock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, res.Verdict); diff != "" {
+			t.Errorf("%s: verdict (-want +got):\n%s", tt.name, diff)
+		}
+		checkRawVerdict(t, res)
+		if res.Model != tt.name || res.TemplateHash == "" {
+			t.Errorf("got model %q, hash %q; want %q and a hash", res.Model, res.TemplateHash, tt.name)
+		}
+	}
+}
+
+// FuzzLexicalJudge checks, whatever the text, that the lexical judge's raw
+// output parses back to a verdict of the same shape.
+func FuzzLexicalJudge(f *testing.F) {
+	f.Add("In which city was the director of The Electric Frontier born?", strings.Join(filmBlock, "\x1f"), strings.Join(directorBlock, "\x1f"))
+	f.Add("Are A and B of the same nationality?", "A\x1fA is a \"Bredesanian\" <b>.", "B\x1fB (born 1 May 1950) is a Bredesanian.")
+	f.Add("How many, or which: 1,000 or 3.14?", "\x1f", "Ünïcödé\x1fÉtienne d'Arc's 12 U.S. Café\n…")
+	f.Fuzz(func(t *testing.T, question, block1, block2 string) {
+		var c data.Context
+		for bi, block := range []string{block1, block2} {
+			parts := strings.Split(block, "\x1f")
+			var ev []data.Evidence
+			for i, s := range parts[1:] {
+				ev = append(ev, data.Evidence{DocID: string(rune('a' + bi)), Title: parts[0], Index: int32(i), Text: s})
+			}
+			c.Append(ev)
+		}
+		res, err := LexicalJudge{}.Judge(context.Background(), question, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Text is compared by the unit tests: JSON shows invalid UTF-8 as
+		// U+FFFD, so only the shape of the verdict must come back here.
+		v, err := data.ParseVerdict([]byte(res.Raw))
+		if err != nil {
+			t.Fatalf("raw verdict %s does not parse: %v", res.Raw, err)
+		}
+		if v.Sufficient != res.Verdict.Sufficient || len(v.GapItems) != len(res.Verdict.GapItems) {
+			t.Fatalf("raw verdict %s differs from %+v", res.Raw, res.Verdict)
+		}
+	})
+}
