@@ -28,7 +28,7 @@ type Handback struct {
 	AdapterDir     string `json:"adapter_dir,omitempty"`
 	ModelFile      string `json:"model_file,omitempty"`
 	// Hyperparameters, data and template: the judge must be used with the
-	// template it was trained on (TemplateHash, data.JudgeTemplateHash
+	// template it was trained on (TemplateHash, judge.TemplateHash
 	// when trained).
 	// Hyperparameters are the LoRA settings; none for the built-in
 	// backend, which trains no LoRA.

@@ -172,7 +172,7 @@ var (
 // LLMSummarizer is the model-backed compressor: one call per round that
 // summarises each retrieved document (Focused: in one short query-focused
 // sentence, the abstractive variant), each summary attributed to its
-// document. See LLMJudge for what the model-backed roles share.
+// document. See LLMExtractor for what the model-backed roles share.
 type LLMSummarizer struct {
 	c       llm.Chatter
 	model   string

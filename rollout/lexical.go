@@ -8,6 +8,20 @@ import (
 	"github.com/distill-rag/distill/internal/lexical"
 )
 
+// Names of the built-in extractor and reader, recorded as their model
+// names so that every report says what produced an output.
+const (
+	LexicalExtractorName = "lexical-extractor (built-in baseline)"
+	LexicalReaderName    = "lexical-reader (built-in baseline)"
+)
+
+// The template hashes of the built-in extractor and reader: hashes of their
+// names and rule versions. Bump a version when a role's rules change.
+var (
+	lexicalExtractorHash = data.TemplateHash(LexicalExtractorName, "rules v1")
+	lexicalReaderHash    = data.TemplateHash(LexicalReaderName, "rules v1")
+)
+
 // LexicalExtractor is a deterministic extractor that needs no model: it
 // ranks the numbered sentences by a BM25 score against the question and the
 // gap items, counting related words half and favouring the sentences of a

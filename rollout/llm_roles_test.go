@@ -20,6 +20,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -87,77 +88,13 @@ func checkReask(t *testing.T, reqs []llmtest.Request, firstAnswer string) {
 // ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
 var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(data.Call{}, "ParseError", "Usage")
 
-func TestLLMJudge(t *testing.T) {
-	gap := `{"category": "attribute", "target": "Orla Venn", "slot": "birthplace city", "description": "Find the city where Orla Venn was born."}`
-	gapItem := data.GapItem{Category: "attribute", Target: "Orla Venn", Slot: "birthplace city", Description: "Find the city where Orla Venn was born."}
-	insufficient := `{"sufficient": false, "gap_items": [` + gap + `]}`
-	tests := []struct {
-		name    string
-		answers []string
-		want    data.Verdict
-		// wantParseError is a part of the parse error; empty means none.
-		wantParseError string
-	}{
-		{name: "insufficient with a gap", answers: []string{insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "sufficient", answers: []string{`{"sufficient": true, "gap_items": []}`}, want: data.Verdict{Sufficient: true}},
-		{name: "gaps of a sufficient verdict dropped", answers: []string{`{"sufficient": true, "gap_items": [` + gap + `]}`}, want: data.Verdict{Sufficient: true}},
-		{name: "object in a code fence", answers: []string{"Here is my verdict:\n```json\n" + insufficient + "\n```"}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "insufficient without gap items", answers: []string{`{"sufficient": false}`}, want: data.Verdict{}},
-		{name: "malformed, then valid", answers: []string{`{"sufficient": false, "gap_items": [`, insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "non-boolean, then valid", answers: []string{`{"sufficient": "no", "gap_items": []}`, insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "malformed twice", answers: []string{"The evidence is not enough.", `{"sufficient": tru`}, wantParseError: "no JSON object"},
-		{name: "non-boolean twice", answers: []string{`{"sufficient": "yes", "gap_items": []}`}, wantParseError: `"sufficient" is "yes", want true or false`},
-		{name: "sufficient missing twice", answers: []string{`{"gap_items": []}`}, wantParseError: `no "sufficient" field`},
-		{name: "gap item not an object twice", answers: []string{`{"sufficient": false, "gap_items": ["Orla Venn"]}`}, wantParseError: "gap item 0 is not an object"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := scripted(t, tt.answers...)
-			j := NewLLMJudge(client(t, s.URL(), "judge-model"), "configured-judge")
-			c := promptContext()
-			got, err := j.Judge(context.Background(), promptQuestion, c)
-			if err != nil {
-				t.Fatalf("got error %v, want none", err)
-			}
-			reqs := s.Requests()
-			wantRequests := min(len(tt.answers), 2)
-			if tt.wantParseError != "" {
-				wantRequests = 2
-			}
-			if len(reqs) != wantRequests {
-				t.Fatalf("got %d requests, want %d", len(reqs), wantRequests)
-			}
-			if wantRequests == 2 {
-				checkReask(t, reqs, tt.answers[0])
-			}
-			want := JudgeResult{Verdict: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", TemplateHash: data.JudgeTemplateHash}}
-			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
-				t.Errorf("result differs (-want +got):\n%s", diff)
-			}
-			switch {
-			case tt.wantParseError == "" && got.ParseError != "":
-				t.Errorf("got parse error %q, want none", got.ParseError)
-			case !strings.Contains(got.ParseError, tt.wantParseError):
-				t.Errorf("got parse error %q, want one containing %q", got.ParseError, tt.wantParseError)
-			}
-			if want := billed(reqs, tt.answers); got.Usage != want {
-				t.Errorf("got usage %+v, want %+v (every request)", got.Usage, want)
-			}
-			wantUser := data.JudgePrompt(promptQuestion, c.Render()).User
-			if got := reqs[0].Messages; len(got) != 2 || got[1].Content != wantUser {
-				t.Errorf("got messages %q, want the system prompt and the user message of data.JudgePrompt", got)
-			}
-		})
-	}
-}
-
 func TestLLMJudgeLoopFallback(t *testing.T) {
-	// What the loop makes of an unusable verdict: insufficient, no gaps, the
-	// failure recorded and counted.
+	// What the loop makes of an unusable verdict of the LLM judge:
+	// insufficient, no gaps, the failure recorded and counted.
 	s := scripted(t, "I cannot tell.")
 	w := synth.Sample()
 	roles := Roles{
-		Judge:     NewLLMJudge(client(t, s.URL(), "judge-model"), "judge-model"),
+		Judge:     judge.NewLLM(client(t, s.URL(), "judge-model"), "judge-model"),
 		Extractor: LexicalExtractor{},
 		Reader:    LexicalReader{},
 		Retriever: &fakeRetriever{corpus: w.Passages[:20]},
@@ -317,13 +254,6 @@ type llmRole struct {
 func llmRoles() []llmRole {
 	return []llmRole{
 		{
-			name: "judge", maxTokens: DefaultJudgeMaxTokens, answer: `{"sufficient": true, "gap_items": []}`, schema: &judgeSchema,
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
-				r, err := NewLLMJudge(c, "judge-model", opts...).Judge(ctx, promptQuestion, promptContext())
-				return r.Call, err
-			},
-		},
-		{
 			name: "extractor", maxTokens: DefaultExtractorMaxTokens, answer: `{"evidence_global_ids": [2]}`, schema: &extractorSchema,
 			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMExtractor(c, "extractor-model", opts...).Extract(ctx, promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
@@ -414,7 +344,7 @@ func TestLLMRolesServerErrorOnReask(t *testing.T) {
 	// it was not a parse failure.
 	s := llmtest.NewServer(llmtest.Options{Script: []llmtest.Fault{llmtest.None, llmtest.ServerError}, Answer: func(llmtest.Request) string { return "no JSON" }})
 	t.Cleanup(s.Close)
-	_, err := NewLLMJudge(client(t, s.URL(), "judge-model"), "judge-model").Judge(context.Background(), promptQuestion, promptContext())
+	_, err := NewLLMExtractor(client(t, s.URL(), "extractor-model"), "extractor-model").Extract(context.Background(), promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
 	var se *llm.StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("got error %v, want a 500 *llm.StatusError", err)
@@ -471,28 +401,6 @@ func TestLLMReaderCutOff(t *testing.T) {
 	}
 	if got.Answer != "" || !strings.Contains(got.ParseError, "cut off at the token limit") {
 		t.Errorf("got answer %q and parse error %q, want no answer and a parse error saying the reply was cut off", got.Answer, got.ParseError)
-	}
-}
-
-func TestJudgeSchemaCategories(t *testing.T) {
-	var s struct {
-		Properties struct {
-			GapItems struct {
-				Items struct {
-					Properties struct {
-						Category struct {
-							Enum []string `json:"enum"`
-						} `json:"category"`
-					} `json:"properties"`
-				} `json:"items"`
-			} `json:"gap_items"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(judgeSchema.Schema, &s); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(data.GapCategories(), s.Properties.GapItems.Items.Properties.Category.Enum); diff != "" {
-		t.Errorf("category enum differs from data.GapCategories() (-want +got):\n%s", diff)
 	}
 }
 
@@ -580,7 +488,7 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 	w := synth.Sample()
 	qs := w.Questions
 	roles := Roles{
-		Judge:     NewLLMJudge(client(t, s.URL(), judgeModel), "unused"),
+		Judge:     judge.NewLLM(client(t, s.URL(), judgeModel), "unused"),
 		Extractor: NewLLMExtractor(client(t, s.URL(), extractorModel), "unused"),
 		Reader:    NewLLMReader(client(t, s.URL(), readerModel), "unused"),
 		Retriever: buildIndex(t, w.Passages),
@@ -608,9 +516,9 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 			if r == 2 {
 				wantJudge = sufficientAnswer
 			}
-			if st.JudgeOutput != wantJudge || st.JudgeParseError != "" || st.JudgeModel != judgeModel || st.JudgeTemplate != data.JudgeTemplateHash {
+			if st.JudgeOutput != wantJudge || st.JudgeParseError != "" || st.JudgeModel != judgeModel || st.JudgeTemplate != judge.TemplateHash {
 				t.Errorf("question %s round %d: got judge output %q, parse error %q, model %q, template %q; want %q, none, %q, %q",
-					q.ID, r, st.JudgeOutput, st.JudgeParseError, st.JudgeModel, st.JudgeTemplate, wantJudge, judgeModel, data.JudgeTemplateHash)
+					q.ID, r, st.JudgeOutput, st.JudgeParseError, st.JudgeModel, st.JudgeTemplate, wantJudge, judgeModel, judge.TemplateHash)
 			}
 			if st.JudgePromptTokens == 0 || st.JudgeCompletionTokens == 0 {
 				t.Errorf("question %s round %d: got judge tokens %d + %d, want both counted", q.ID, r, st.JudgePromptTokens, st.JudgeCompletionTokens)
@@ -621,7 +529,7 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 			mu.Lock()
 			seen := judgeUsers[key]
 			mu.Unlock()
-			if want := data.JudgePrompt(q.Text, st.Context).User; r >= len(seen) || seen[r] != want {
+			if want := judge.Prompt(q.Text, st.Context).User; r >= len(seen) || seen[r] != want {
 				t.Errorf("question %s round %d: the judge was not shown the recorded context", q.ID, r)
 			}
 			if r == 0 {

@@ -5,13 +5,14 @@ import (
 	"strconv"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve"
 )
 
-// Judge reads a question and its evidence context and says whether the
-// evidence suffices and, if not, what is missing.
+// Judge is what the loop needs of the judge: every judge.Judge is one, with
+// the contract written in package judge.
 type Judge interface {
-	Judge(ctx context.Context, question string, c data.Context) (JudgeResult, error)
+	Judge(ctx context.Context, question string, c data.Context) (judge.Result, error)
 }
 
 // Extractor points at the evidence sentences worth keeping: given the
@@ -35,7 +36,8 @@ type Retriever interface {
 
 // Roles are the parts the loop runs: the three roles and the retriever.
 //
-// Every Judge, Extractor and Reader meets the same contract:
+// Every Judge, Extractor and Reader meets the same contract (the judge's
+// is written on judge.Judge, and says the same):
 //
 //   - It is safe for concurrent use by many goroutines (a rollout runs
 //     questions in parallel with the same roles) and does not modify its
@@ -63,12 +65,6 @@ type Roles struct {
 	Compressor Compressor
 	Reader     Reader
 	Retriever  Retriever
-}
-
-// JudgeResult is a judge's output. Verdict is ignored when ParseError is set.
-type JudgeResult struct {
-	Verdict data.Verdict
-	data.Call
 }
 
 // ExtractResult is an extractor's output: the sentence ids it gave, in its

@@ -16,6 +16,7 @@ import (
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/eval"
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -300,7 +301,7 @@ type benchModels struct {
 // judgeSpec is a judge as the flags name it.
 type judgeSpec struct {
 	role, kind, model, baseURL string
-	builtin                    *rollout.LinearJudge
+	builtin                    *judge.Linear
 }
 
 func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, error) {
@@ -343,9 +344,9 @@ func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
 		if err != nil {
 			return s, usageErrorf("bench: --judge-from: %w", err)
 		}
-		if h.TemplateHash != data.JudgeTemplateHash && !c.Bool("allow-template-mismatch") {
+		if h.TemplateHash != judge.TemplateHash && !c.Bool("allow-template-mismatch") {
 			return s, usageErrorf("bench: the judge in %s was trained on prompt template %.12s, this build's judge template is %.12s: its scores would not mean what they seem (--allow-template-mismatch to use it anyway)",
-				c.Path("judge-from"), h.TemplateHash, data.JudgeTemplateHash)
+				c.Path("judge-from"), h.TemplateHash, judge.TemplateHash)
 		}
 		switch {
 		case h.ModelFile != "":
@@ -365,8 +366,8 @@ func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
 		if err != nil {
 			return s, usageErrorf("bench: --%s %s: %w", role, s.kind, err)
 		}
-		if h := j.TemplateHash(); h != "" && h != data.JudgeTemplateHash && !c.Bool("allow-template-mismatch") {
-			return s, usageErrorf("bench: --%s %s was trained on labels of prompt template %.12s, not this build's %.12s (--allow-template-mismatch to use it anyway)", role, s.kind, h, data.JudgeTemplateHash)
+		if h := j.TrainedTemplateHash(); h != "" && h != judge.TemplateHash && !c.Bool("allow-template-mismatch") {
+			return s, usageErrorf("bench: --%s %s was trained on labels of prompt template %.12s, not this build's %.12s (--allow-template-mismatch to use it anyway)", role, s.kind, h, judge.TemplateHash)
 		}
 		s.builtin = j
 	case !slices.Contains(judgeKinds, s.kind):
@@ -408,17 +409,17 @@ func (m *benchModels) judgeOf(variant string, s judgeSpec) (rollout.Judge, error
 	case s.builtin != nil:
 		return s.builtin, nil
 	case s.kind == "lexical":
-		return rollout.LexicalJudge{}, nil
+		return judge.Lexical{}, nil
 	case s.kind == "never":
-		return rollout.Never{}, nil
+		return judge.Never{}, nil
 	case s.kind == "always":
-		return rollout.Always{}, nil
+		return judge.Always{}, nil
 	}
 	ch, err := m.chatter(variant, s.role, s.model, s.baseURL)
 	if err != nil {
 		return nil, err
 	}
-	return rollout.NewLLMJudge(ch, s.model), nil
+	return judge.NewLLM(ch, s.model), nil
 }
 
 // setup returns a variant's setup, built once.

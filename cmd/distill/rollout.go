@@ -14,6 +14,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune/builtin"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
@@ -266,17 +267,17 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	}
 	switch c.String("judge") {
 	case "lexical":
-		w.roles.Judge = rollout.LexicalJudge{}
+		w.roles.Judge = judge.Lexical{}
 	case "never":
-		w.roles.Judge = rollout.Never{}
+		w.roles.Judge = judge.Never{}
 	case "always":
-		w.roles.Judge = rollout.Always{}
+		w.roles.Judge = judge.Always{}
 	case "llm":
 		ch, model, err := stack("judge")
 		if err != nil {
 			return w, err
 		}
-		w.roles.Judge = rollout.NewLLMJudge(ch, model)
+		w.roles.Judge = judge.NewLLM(ch, model)
 	default: // builtin:PATH, checked above
 		j, err := loadBuiltinJudge(strings.TrimPrefix(c.String("judge"), builtinJudgePrefix))
 		if err != nil {
@@ -411,13 +412,13 @@ const builtinJudgePrefix = "builtin:"
 
 // loadBuiltinJudge loads the built-in judge of a model file, or of the
 // training directory that holds it.
-func loadBuiltinJudge(path string) (*rollout.LinearJudge, error) {
+func loadBuiltinJudge(path string) (*judge.Linear, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, builtin.ModelFile)
 	}
-	m, err := rollout.LoadLinearModel(path)
+	m, err := judge.LoadLinearModel(path)
 	if err != nil {
 		return nil, err
 	}
-	return rollout.NewLinearJudge(m, path)
+	return judge.NewLinear(m, path)
 }

@@ -11,9 +11,8 @@ import (
 
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/finetune/builtin"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm/llmtest"
-	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
@@ -62,7 +61,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 		t.Fatalf("rollout with the trained judge: exit %d, stderr %q", r.code, r.stderr)
 	}
 	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions))
-	if !strings.HasPrefix(rows[0].JudgeModel, rollout.LinearJudgePrefix) {
+	if !strings.HasPrefix(rows[0].JudgeModel, judge.LinearPrefix) {
 		t.Errorf("judge model %q, want the trained judge", rows[0].JudgeModel)
 	}
 
@@ -84,7 +83,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 	if r.code != exitUsage {
 		t.Errorf("rollout with a missing judge file: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if _, err := builtin.Load(h.ModelFile); err != nil {
+	if _, err := judge.LoadLinear(h.ModelFile); err != nil {
 		t.Error(err)
 	}
 }

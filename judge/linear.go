@@ -1,4 +1,4 @@
-package rollout
+package judge
 
 import (
 	"context"
@@ -14,22 +14,16 @@ import (
 	"github.com/distill-rag/distill/internal/lexical"
 )
 
-// LinearFeaturesVersion names the features of JudgeFeatures; a model
-// trained on other features is refused.
-const LinearFeaturesVersion = lexical.FeaturesVersion
+// LinearModelFile is the name of a linear judge's model file in the
+// directory of the training job that wrote it.
+const LinearModelFile = "builtin-judge.json"
 
-// LinearFeatureNames names the values JudgeFeatures returns, in order.
-var LinearFeatureNames = lexical.FeatureNames()
-
-// JudgeFeatures returns the features of (question, evidence) that the
-// built-in trained judge reads (lexical.Features).
-func JudgeFeatures(question string, evidence []data.Evidence) []float64 {
-	return lexical.Features(question, evidence)
-}
-
-// LinearModel is a logistic regression over standardised JudgeFeatures:
-// the built-in judge that trains on this CPU (finetune/builtin writes it).
+// LinearModel is a logistic regression over standardised lexical features
+// of (question, evidence): the built-in judge that trains on this CPU
+// (finetune/builtin writes it).
 type LinearModel struct {
+	// Version and Features name the features the model reads; a model of
+	// other features than this build computes is refused.
 	Version  string   `json:"version"`
 	Features []string `json:"features"`
 	// Mean and Std standardise each feature; Weights and Bias score it.
@@ -50,14 +44,16 @@ type LinearModel struct {
 // used.
 var ErrLinearModel = errors.New("bad linear judge model")
 
-// Check reports whether the model is complete and of these features.
+// Check reports whether the model is complete and of this build's
+// features.
 func (m LinearModel) Check() error {
-	n := len(LinearFeatureNames)
+	names := lexical.FeatureNames()
+	n := len(names)
 	switch {
-	case m.Version != LinearFeaturesVersion:
-		return fmt.Errorf("%w: features %q, this build computes %q", ErrLinearModel, m.Version, LinearFeaturesVersion)
-	case !slices.Equal(m.Features, LinearFeatureNames):
-		return fmt.Errorf("%w: its features are %v, want %v", ErrLinearModel, m.Features, LinearFeatureNames)
+	case m.Version != lexical.FeaturesVersion:
+		return fmt.Errorf("%w: features %q, this build computes %q", ErrLinearModel, m.Version, lexical.FeaturesVersion)
+	case !slices.Equal(m.Features, names):
+		return fmt.Errorf("%w: its features are %v, want %v", ErrLinearModel, m.Features, names)
 	case len(m.Mean) != n || len(m.Std) != n || len(m.Weights) != n:
 		return fmt.Errorf("%w: %d means, %d deviations, %d weights for %d features", ErrLinearModel, len(m.Mean), len(m.Std), len(m.Weights), n)
 	case m.Threshold <= 0 || m.Threshold >= 1:
@@ -101,46 +97,58 @@ func LoadLinearModel(path string) (LinearModel, error) {
 	return m, nil
 }
 
-// LinearJudge is the built-in trained judge: a LinearModel decides
-// sufficiency, and when it says insufficient the gap items are the lexical
-// judge's (none when the lexical judge itself is satisfied: the next query
-// is then the bare question). It is a baseline, as its name says, and safe
-// for concurrent use.
-type LinearJudge struct {
+// Linear is the built-in trained judge: a LinearModel decides sufficiency,
+// and when it says insufficient the gap items are the lexical judge's
+// (none when the lexical judge itself is satisfied: the next query is then
+// the bare question). It is a baseline, as its name says, and safe for
+// concurrent use.
+type Linear struct {
 	m    LinearModel
 	name string
 	hash string
 }
 
-// LinearJudgePrefix starts the model name a LinearJudge records.
-const LinearJudgePrefix = "builtin-linear-judge (trained baseline) "
+var _ Judge = (*Linear)(nil)
 
-// NewLinearJudge returns the judge of a checked model; source (a path)
-// names it in the recorded model name.
-func NewLinearJudge(m LinearModel, source string) (*LinearJudge, error) {
+// LinearPrefix starts the model name a Linear judge records.
+const LinearPrefix = "builtin-linear-judge (trained baseline) "
+
+// NewLinear returns the judge of a checked model; source (a path) names it
+// in the recorded model name.
+func NewLinear(m LinearModel, source string) (*Linear, error) {
 	if err := m.Check(); err != nil {
 		return nil, err
 	}
 	w, _ := json.Marshal(m)
-	return &LinearJudge{m: m, name: LinearJudgePrefix + filepath.Base(source), hash: data.TemplateHash(LinearFeaturesVersion, string(w))}, nil
+	return &Linear{m: m, name: LinearPrefix + filepath.Base(source), hash: data.TemplateHash(lexical.FeaturesVersion, string(w))}, nil
 }
 
-// TemplateHash returns the judge prompt template of the labels the model
-// was trained on ("" when unknown): a trained judge should be used where
-// the judge's prompt is that template.
-func (j *LinearJudge) TemplateHash() string { return j.m.TemplateHash }
+// LoadLinear returns the judge of a model file, or of the training
+// directory that holds one (LinearModelFile).
+func LoadLinear(path string) (*Linear, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, LinearModelFile)
+	}
+	m, err := LoadLinearModel(path)
+	if err != nil {
+		return nil, err
+	}
+	return NewLinear(m, path)
+}
+
+// TrainedTemplateHash returns the judge prompt template of the labels the
+// model was trained on ("" when unknown): a trained judge should be used
+// where the judge's prompt is that template.
+func (j *Linear) TrainedTemplateHash() string { return j.m.TemplateHash }
 
 // Judge implements Judge.
-func (j *LinearJudge) Judge(ctx context.Context, question string, c data.Context) (JudgeResult, error) {
-	p := j.m.Probability(JudgeFeatures(question, c.Evidence()))
+func (j *Linear) Judge(_ context.Context, question string, c data.Context) (Result, error) {
+	evidence := c.Evidence()
+	p := j.m.Probability(lexical.Features(question, evidence))
 	v := data.Verdict{Sufficient: p >= j.m.Threshold, GapItems: []data.GapItem{}}
 	if !v.Sufficient {
-		lex, err := LexicalJudge{}.Judge(ctx, question, c)
-		if err != nil {
-			return JudgeResult{}, err
-		}
-		if !lex.Verdict.Sufficient {
-			v.GapItems = lex.Verdict.GapItems
+		if lex := lexical.Verdict(question, evidence); !lex.Sufficient {
+			v.GapItems = lex.GapItems
 		}
 	}
 	raw, err := json.Marshal(struct {
@@ -148,7 +156,7 @@ func (j *LinearJudge) Judge(ctx context.Context, question string, c data.Context
 		Probability float64 `json:"probability"`
 	}{v, p})
 	if err != nil {
-		return JudgeResult{}, err
+		return Result{}, err
 	}
-	return JudgeResult{Verdict: v, Call: data.Call{Raw: string(raw), Model: j.name, TemplateHash: j.hash}}, nil
+	return Result{Verdict: v, Call: data.Call{Raw: string(raw), Model: j.name, TemplateHash: j.hash}}, nil
 }

@@ -1,4 +1,4 @@
-package rollout
+package judge
 
 import (
 	"context"
@@ -9,27 +9,29 @@ import (
 	"github.com/distill-rag/distill/internal/lexical"
 )
 
-// Names of the built-in roles, recorded as their model names so that every
-// report says what produced an output.
+// Names of the built-in judges, recorded as their model names so that
+// every report says what produced a verdict.
 const (
-	LexicalJudgeName     = "lexical-judge (built-in baseline)"
-	LexicalExtractorName = "lexical-extractor (built-in baseline)"
-	LexicalReaderName    = "lexical-reader (built-in baseline)"
-	NeverName            = "never (fixed policy: always insufficient)"
-	AlwaysName           = "always (fixed policy: always sufficient)"
+	LexicalName = "lexical-judge (built-in baseline)"
+	NeverName   = "never (fixed policy: always insufficient)"
+	AlwaysName  = "always (fixed policy: always sufficient)"
 )
 
-// The template hashes of the built-in roles: hashes of their names and rule
-// versions. Bump a version when a role's rules change.
+// The template hashes of the built-in judges: hashes of their names and
+// rule versions. Bump a version when a judge's rules change.
 var (
-	lexicalJudgeHash     = data.TemplateHash(LexicalJudgeName, "rules v1")
-	lexicalExtractorHash = data.TemplateHash(LexicalExtractorName, "rules v1")
-	lexicalReaderHash    = data.TemplateHash(LexicalReaderName, "rules v1")
-	neverHash            = data.TemplateHash(NeverName)
-	alwaysHash           = data.TemplateHash(AlwaysName)
+	lexicalHash = data.TemplateHash(LexicalName, "rules v1")
+	neverHash   = data.TemplateHash(NeverName)
+	alwaysHash  = data.TemplateHash(AlwaysName)
 )
 
-// LexicalJudge is a deterministic judge that needs no model: it names the
+var (
+	_ Judge = Lexical{}
+	_ Judge = Never{}
+	_ Judge = Always{}
+)
+
+// Lexical is a deterministic judge that needs no model: it names the
 // parts of the question the evidence does not mention as gap items. It
 // reads the question as names, the type of its answer and its content
 // words; the evidence is sufficient when it covers them all on the
@@ -40,16 +42,16 @@ var (
 // The rules are written on lexical.Verdict.
 //
 // Its raw output is the verdict as JSON. It is safe for concurrent use.
-type LexicalJudge struct{}
+type Lexical struct{}
 
 // Judge implements Judge.
-func (LexicalJudge) Judge(_ context.Context, question string, c data.Context) (JudgeResult, error) {
+func (Lexical) Judge(_ context.Context, question string, c data.Context) (Result, error) {
 	v := lexical.Verdict(question, c.Evidence())
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return JudgeResult{}, fmt.Errorf("lexical judge: %w", err)
+		return Result{}, fmt.Errorf("lexical judge: %w", err)
 	}
-	return JudgeResult{Verdict: v, Call: data.Call{Raw: string(raw), Model: LexicalJudgeName, TemplateHash: lexicalJudgeHash}}, nil
+	return Result{Verdict: v, Call: data.Call{Raw: string(raw), Model: LexicalName, TemplateHash: lexicalHash}}, nil
 }
 
 // Never is the fixed policy that always calls the evidence insufficient,
@@ -58,8 +60,8 @@ func (LexicalJudge) Judge(_ context.Context, question string, c data.Context) (J
 type Never struct{}
 
 // Judge implements Judge.
-func (Never) Judge(context.Context, string, data.Context) (JudgeResult, error) {
-	return JudgeResult{
+func (Never) Judge(context.Context, string, data.Context) (Result, error) {
+	return Result{
 		Verdict: data.Verdict{GapItems: []data.GapItem{}},
 		Call:    data.Call{Raw: `{"sufficient":false,"gap_items":[]}`, Model: NeverName, TemplateHash: neverHash},
 	}, nil
@@ -70,8 +72,8 @@ func (Never) Judge(context.Context, string, data.Context) (JudgeResult, error) {
 type Always struct{}
 
 // Judge implements Judge.
-func (Always) Judge(context.Context, string, data.Context) (JudgeResult, error) {
-	return JudgeResult{
+func (Always) Judge(context.Context, string, data.Context) (Result, error) {
+	return Result{
 		Verdict: data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
 		Call:    data.Call{Raw: `{"sufficient":true,"gap_items":[]}`, Model: AlwaysName, TemplateHash: alwaysHash},
 	}, nil

@@ -1,7 +1,8 @@
-package rollout
+package judge
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -12,9 +13,43 @@ import (
 	"github.com/distill-rag/distill/internal/lexical"
 )
 
-func TestLexicalJudge(t *testing.T) {
+// evidence builds a context from blocks, each a title followed by its
+// sentences (appended one round per block).
+func evidence(blocks ...[]string) data.Context {
+	var c data.Context
+	for bi, b := range blocks {
+		var ev []data.Evidence
+		for i, s := range b[1:] {
+			ev = append(ev, data.Evidence{DocID: fmt.Sprint("d", bi), Title: b[0], Index: int32(i), Text: s})
+		}
+		c.Append(ev)
+	}
+	return c
+}
+
+const bridgeQuestion = "In which city was the director of The Electric Frontier born?"
+
+var (
+	filmBlock     = []string{"The Electric Frontier", "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
+	directorBlock = []string{"Thirta Grupoustaton", "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director.", "She was born in Standafield, Tovamesia, and grew up in Zargolastad."}
+)
+
+// builtinCases are inputs for the built-in judges: the analysis decides
+// (package lexical tests it), the judges wrap its decision.
+var builtinCases = []struct {
+	question string
+	c        data.Context
+}{
+	{bridgeQuestion, data.Context{}},
+	{bridgeQuestion, evidence(filmBlock)},
+	{bridgeQuestion, evidence(filmBlock, directorBlock)},
+	{"Which was founded earlier, Sauport Films or Fuloson Music?", evidence([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."})},
+	{"what is the tallest mountain?", evidence([]string{"Hills", "Hills are lower than mountains."})},
+}
+
+func TestLexical(t *testing.T) {
 	for _, tt := range builtinCases {
-		res, err := LexicalJudge{}.Judge(context.Background(), tt.question, tt.c)
+		res, err := Lexical{}.Judge(context.Background(), tt.question, tt.c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -22,7 +57,7 @@ func TestLexicalJudge(t *testing.T) {
 			t.Errorf("%q: verdict differs from lexical.Verdict (-want +got):\n%s", tt.question, diff)
 		}
 		checkRawVerdict(t, res)
-		if res.Model != LexicalJudgeName || res.TemplateHash == "" || res.ParseError != "" {
+		if res.Model != LexicalName || res.TemplateHash == "" || res.ParseError != "" {
 			t.Errorf("got model %q, hash %q, parse error %q", res.Model, res.TemplateHash, res.ParseError)
 		}
 	}
@@ -30,9 +65,9 @@ func TestLexicalJudge(t *testing.T) {
 
 // checkRawVerdict checks that a judge's raw output parses back to its
 // verdict.
-func checkRawVerdict(t *testing.T, res JudgeResult) {
+func checkRawVerdict(t *testing.T, res Result) {
 	t.Helper()
-	parsed, err := data.ParseVerdict([]byte(res.Raw))
+	parsed, err := ParseVerdict([]byte(res.Raw))
 	if err != nil {
 		t.Fatalf("raw output %s does not parse: %v", res.Raw, err)
 	}
@@ -51,7 +86,7 @@ func TestFixedPolicies(t *testing.T) {
 		{Always{}, AlwaysName, data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
 	}
 	for _, tt := range tests {
-		res, err := tt.judge.Judge(context.Background(), "q?", builtinContext(filmBlock))
+		res, err := tt.judge.Judge(context.Background(), "q?", evidence(filmBlock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,10 +100,10 @@ func TestFixedPolicies(t *testing.T) {
 	}
 }
 
-// FuzzLexicalJudge checks, whatever the text, that the lexical judge's raw
+// FuzzLexical checks, whatever the text, that the lexical judge's raw
 // output parses back to a verdict of the same shape.
-func FuzzLexicalJudge(f *testing.F) {
-	f.Add("In which city was the director of The Electric Frontier born?", strings.Join(filmBlock, "\x1f"), strings.Join(directorBlock, "\x1f"))
+func FuzzLexical(f *testing.F) {
+	f.Add(bridgeQuestion, strings.Join(filmBlock, "\x1f"), strings.Join(directorBlock, "\x1f"))
 	f.Add("Are A and B of the same nationality?", "A\x1fA is a \"Bredesanian\" <b>.", "B\x1fB (born 1 May 1950) is a Bredesanian.")
 	f.Add("How many, or which: 1,000 or 3.14?", "\x1f", "Ünïcödé\x1fÉtienne d'Arc's 12 U.S. Café\n…")
 	f.Fuzz(func(t *testing.T, question, block1, block2 string) {
@@ -81,13 +116,13 @@ func FuzzLexicalJudge(f *testing.F) {
 			}
 			c.Append(ev)
 		}
-		res, err := LexicalJudge{}.Judge(context.Background(), question, c)
+		res, err := Lexical{}.Judge(context.Background(), question, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Text is compared by the unit tests: JSON shows invalid UTF-8 as
 		// U+FFFD, so only the shape of the verdict must come back here.
-		v, err := data.ParseVerdict([]byte(res.Raw))
+		v, err := ParseVerdict([]byte(res.Raw))
 		if err != nil {
 			t.Fatalf("raw verdict %s does not parse: %v", res.Raw, err)
 		}
