@@ -15,7 +15,6 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/eval"
-	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
@@ -340,7 +339,7 @@ func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
 		if c.IsSet("judge") {
 			return s, usageErrorf("bench: give --judge or --judge-from, not both")
 		}
-		h, err := finetune.ReadHandback(c.Path("judge-from"))
+		h, err := judge.ReadHandback(c.Path("judge-from"))
 		if err != nil {
 			return s, usageErrorf("bench: --judge-from: %w", err)
 		}
@@ -354,7 +353,7 @@ func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
 		case h.FineTunedModel != "":
 			s.kind, s.model = "llm", h.FineTunedModel
 		case h.AdapterDir != "":
-			s.kind, s.model = "llm", finetune.AdapterName
+			s.kind, s.model = "llm", judge.AdapterName
 			if s.baseURL == "" {
 				return s, usageErrorf("bench: the judge in %s is a LoRA adapter: serve it (%s) and give --judge-base-url", c.Path("judge-from"), h.Serve)
 			}

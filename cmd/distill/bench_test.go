@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/eval"
-	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 )
 
 // TestBenchOffline benchmarks the sample with the built-in components and
@@ -54,13 +54,13 @@ func TestBenchOffline(t *testing.T) {
 	}
 
 	// A judge trained on another prompt template is refused.
-	h, err := finetune.ReadHandback("judge")
+	h, err := judge.ReadHandback("judge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.TemplateHash = strings.Repeat("0", 64)
 	b, _ := json.Marshal(h)
-	if err := os.WriteFile(filepath.Join("judge", finetune.ModelFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("judge", judge.HandbackFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r = runDistill(t, "--quiet", "bench", "--limit", "5", "--judge-from", "judge", "--out", "refused")

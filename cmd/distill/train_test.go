@@ -51,7 +51,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "--judge builtin:") {
 		t.Fatalf("train: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	h, err := finetune.ReadHandback("judge")
+	h, err := judge.ReadHandback("judge")
 	if err != nil || h.ModelFile == "" || h.Metrics["val_accuracy"] < 0.8 || h.TemplateHash == "" || h.DataHash == "" {
 		t.Fatalf("model.json %+v, %v", h, err)
 	}
@@ -151,7 +151,7 @@ func TestTrainOpenAI(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
 		t.Fatalf("train: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	h, err := finetune.ReadHandback("ft")
+	h, err := judge.ReadHandback("ft")
 	if err != nil || !strings.HasPrefix(h.FineTunedModel, "ft:gpt-4o-mini") || !strings.Contains(h.Use, h.FineTunedModel) {
 		t.Fatalf("model.json %+v, %v", h, err)
 	}
@@ -208,8 +208,12 @@ func TestTrainLocalCancelAndReattach(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "vllm serve") {
 		t.Fatalf("re-attach: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	h, err := finetune.ReadHandback("fast")
-	if err != nil || h.AdapterDir == "" || h.Hyperparameters == nil || h.Hyperparameters.LoRARank != 16 {
+	h, err := judge.ReadHandback("fast")
+	var hp finetune.Hyperparameters
+	if err == nil && len(h.Hyperparameters) > 0 {
+		err = json.Unmarshal(h.Hyperparameters, &hp)
+	}
+	if err != nil || h.AdapterDir == "" || len(h.Hyperparameters) == 0 || hp.LoRARank != 16 {
 		t.Errorf("model.json %+v, %v", h, err)
 	}
 	rec, err := finetune.LoadRecord("fast")
