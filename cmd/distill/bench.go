@@ -357,6 +357,8 @@ func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
 			if s.baseURL == "" {
 				return s, usageErrorf("bench: the judge in %s is a LoRA adapter: serve it (%s) and give --judge-base-url", c.Path("judge-from"), h.Serve)
 			}
+		default:
+			return s, usageErrorf("bench: --judge-from: %s names no trained judge (no model file, fine-tuned model or adapter)", filepath.Join(c.Path("judge-from"), judge.HandbackFile))
 		}
 	}
 	switch {

@@ -71,6 +71,17 @@ func TestBenchOffline(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("with --allow-template-mismatch: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A hand-back that names no judge is refused, not replaced by the
+	// default --judge.
+	h.ModelFile = ""
+	b, _ = json.Marshal(h)
+	if err := os.WriteFile(filepath.Join("judge", judge.HandbackFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runDistill(t, "--quiet", "bench", "--limit", "5", "--judge-from", "judge", "--out", "nothing", "--allow-template-mismatch")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "names no trained judge") {
+		t.Errorf("hand-back without a judge: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = runDistill(t, "--quiet", "bench", "--variants", "full,bogus", "--out", "x")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "bogus") {
 		t.Errorf("unknown variant: exit %d, stderr %q", r.code, r.stderr)
