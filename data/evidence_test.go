@@ -1,14 +1,10 @@
 package data
 
 import (
-	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/distill-rag/distill/internal/testkit"
 )
 
 func ev(title string, index int32, text string) Evidence {
@@ -232,147 +228,6 @@ func TestContainsLines(t *testing.T) {
 	}
 }
 
-func TestJudgePromptGolden(t *testing.T) {
-	var c Context
-	c.Append([]Evidence{
-		{DocID: "d1", Title: "The Electric Frontier", Index: 0, Text: "The Electric Frontier is a 1987 drama film directed by Thirta Grupoustaton."},
-		{DocID: "d2", Title: "Thirta Grupoustaton", Index: 1, Text: "He was born in Standafield, Tovamesia, and grew up in Zargolastad."},
-	})
-	c.Append([]Evidence{{DocID: "d2", Title: "Thirta Grupoustaton", Index: 0, Text: "Thirta Grupoustaton (born 1 September 1956) is a film director."}})
-	q := "In which city was the director of The Electric Frontier born?"
-	p := JudgePrompt(q, c.Render())
-	testkit.Golden(t, "judge_prompt.golden", "=== system\n"+p.System+"\n=== user\n"+p.User+"\n")
-
-	empty := JudgePrompt(q, "")
-	testkit.Golden(t, "judge_prompt_empty.golden", "=== system\n"+empty.System+"\n=== user\n"+empty.User+"\n")
-}
-
-func TestJudgePrompt(t *testing.T) {
-	t.Run("placeholders in the input are not expanded", func(t *testing.T) {
-		p := JudgePrompt("What is {evidence}?", "[T]\nsays {question}")
-		want := "Question: What is {evidence}?\n\nEvidence:\n[T]\nsays {question}\n\n"
-		if !strings.HasPrefix(p.User, want) {
-			t.Errorf("got user prompt %q, want it to start with %q", p.User, want)
-		}
-	})
-	t.Run("same rendering, same prompt", func(t *testing.T) {
-		var a, b Context
-		a.Append([]Evidence{ev("A", 0, "a0.")})
-		b.Append([]Evidence{ev("A", 0, "a0.")})
-		if diff := cmp.Diff(JudgePrompt("q?", a.Render()), JudgePrompt("q?", b.Render())); diff != "" {
-			t.Error(diff)
-		}
-	})
-	t.Run("schema and categories are stated", func(t *testing.T) {
-		p := JudgePrompt("q?", "")
-		for _, want := range append(GapCategories(), `"sufficient"`, `"gap_items"`, `"target"`, `"slot"`, `"description"`, "Use only the evidence shown") {
-			if !strings.Contains(p.System, want) {
-				t.Errorf("system prompt lacks %q", want)
-			}
-		}
-	})
-}
-
-func TestJudgeTemplateHash(t *testing.T) {
-	if got := JudgeTemplateHash; len(got) != 64 || strings.Trim(got, "0123456789abcdef") != "" {
-		t.Fatalf("got JudgeTemplateHash %q, want 64 lower-case hex digits", got)
-	}
-	if got, want := JudgeTemplateHash, TemplateHash(judgeSystem, judgeUser); got != want {
-		t.Errorf("got %s, want %s", got, want)
-	}
-	if TemplateHash("ab", "c") == TemplateHash("a", "bc") {
-		t.Error("TemplateHash does not separate its parts")
-	}
-}
-
-func TestParseVerdict(t *testing.T) {
-	tests := []struct {
-		name    string
-		raw     string
-		want    Verdict
-		wantErr bool
-	}{
-		{name: "sufficient", raw: `{"sufficient": true, "gap_items": []}`, want: Verdict{Sufficient: true}},
-		{name: "sufficient drops gaps", raw: `{"sufficient": true, "gap_items": [{"category": "other", "target": "x"}]}`, want: Verdict{Sufficient: true}},
-		{
-			name: "insufficient with gaps",
-			raw:  `{"sufficient": false, "gap_items": [{"category": "attribute", "target": "Paris", "slot": "population", "description": "How many live there."}, {"category": "bridge entity", "target": "", "slot": "", "extra": 1}]}`,
-			want: Verdict{GapItems: []GapItem{
-				{Category: "attribute", Target: "Paris", Slot: "population", Description: "How many live there."},
-				{Category: "bridge entity"},
-			}},
-		},
-		{name: "insufficient without gaps", raw: `{"sufficient": false}`, want: Verdict{}},
-		{name: "null gaps", raw: `{"sufficient": false, "gap_items": null}`, want: Verdict{}},
-		{name: "extra keys ignored", raw: `{"reasoning": "...", "sufficient": false, "gap_items": []}`, want: Verdict{}},
-		{name: "missing sufficient", raw: `{"gap_items": []}`, wantErr: true},
-		{name: "null sufficient", raw: `{"sufficient": null}`, wantErr: true},
-		{name: "string sufficient", raw: `{"sufficient": "true"}`, wantErr: true},
-		{name: "number sufficient", raw: `{"sufficient": 1}`, wantErr: true},
-		{name: "gap not an object", raw: `{"sufficient": false, "gap_items": ["x"]}`, wantErr: true},
-		{name: "gap null", raw: `{"sufficient": false, "gap_items": [null]}`, wantErr: true},
-		{name: "gap field not a string", raw: `{"sufficient": false, "gap_items": [{"target": 3}]}`, wantErr: true},
-		{name: "gaps not a list", raw: `{"sufficient": false, "gap_items": {}}`, wantErr: true},
-		{name: "not json", raw: `sufficient: yes`, wantErr: true},
-		{name: "array", raw: `[]`, wantErr: true},
-		{name: "empty", raw: ``, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseVerdict([]byte(tt.raw))
-			if tt.wantErr {
-				if !errors.Is(err, ErrVerdict) {
-					t.Fatalf("got error %v, want one wrapping ErrVerdict", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("got error %v, want none", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("verdict (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func FuzzParseVerdict(f *testing.F) {
-	for _, s := range []string{
-		`{"sufficient": true, "gap_items": []}`,
-		`{"sufficient": false, "gap_items": [{"category": "attribute", "target": "Paris", "slot": "population", "description": "d"}]}`,
-		`{"sufficient": "false"}`,
-		`{"sufficient": false, "gap_items": [null, 1]}`,
-		`[{"sufficient": false}]`,
-		`not json`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		v, err := ParseVerdict(raw)
-		if err != nil {
-			if !errors.Is(err, ErrVerdict) {
-				t.Fatalf("error %v does not wrap ErrVerdict", err)
-			}
-			return
-		}
-		if v.Sufficient && len(v.GapItems) > 0 {
-			t.Fatalf("sufficient verdict with %d gap items", len(v.GapItems))
-		}
-		// What parses re-encodes and parses to the same verdict.
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := ParseVerdict(b)
-		if err != nil {
-			t.Fatalf("re-encoded verdict %s does not parse: %v", b, err)
-		}
-		if diff := cmp.Diff(v, again); diff != "" {
-			t.Fatalf("round trip changed the verdict:\n%s", diff)
-		}
-	})
-}
-
 // FuzzContext appends fuzzed rounds and checks the invariants that tie the
 // structured evidence to its rendering.
 func FuzzContext(f *testing.F) {
@@ -469,25 +324,11 @@ func parseRound(s string) []Evidence {
 	return out
 }
 
-func TestVerdictJSON(t *testing.T) {
-	tests := []struct {
-		v    Verdict
-		want string
-	}{
-		{Verdict{Sufficient: true}, `{"sufficient":true,"gap_items":[]}`},
-		{Verdict{Sufficient: true, GapItems: []GapItem{{Category: "other"}}}, `{"sufficient":true,"gap_items":[]}`},
-		{Verdict{}, `{"sufficient":false,"gap_items":[]}`},
-		{Verdict{GapItems: []GapItem{{Category: "attribute", Target: "A & B", Slot: "<born>", Description: "d"}}},
-			`{"sufficient":false,"gap_items":[{"category":"attribute","target":"A & B","slot":"<born>","description":"d"}]}`},
+func TestTemplateHash(t *testing.T) {
+	if got := TemplateHash("a", "b"); len(got) != 64 || strings.Trim(got, "0123456789abcdef") != "" {
+		t.Fatalf("got TemplateHash %q, want 64 lower-case hex digits", got)
 	}
-	for _, tt := range tests {
-		got := VerdictJSON(tt.v)
-		if got != tt.want {
-			t.Errorf("VerdictJSON(%+v) = %s, want %s", tt.v, got, tt.want)
-		}
-		back, err := ParseVerdict([]byte(got))
-		if err != nil || back.Sufficient != tt.v.Sufficient || (!back.Sufficient && len(back.GapItems) != len(tt.v.GapItems)) {
-			t.Errorf("ParseVerdict(%s) = %+v, %v", got, back, err)
-		}
+	if TemplateHash("ab", "c") == TemplateHash("a", "bc") {
+		t.Error("TemplateHash does not separate its parts")
 	}
 }

@@ -12,7 +12,7 @@ const KindLabels Kind = "labels"
 //
 // distill label writes one Label per state; distill filter writes the same
 // rows, with the aggregate verdict normalised and Split or the Drop fields
-// set. The rows for training are (JudgePrompt(Question, Context), Verdict()).
+// set. The rows for training are (judge.Prompt(Question, Context), Verdict()).
 type Label struct {
 	// The state: its question, round and context, as in State.
 	QuestionID string     `parquet:"question_id" json:"question_id"`
@@ -103,7 +103,7 @@ type LabelSample struct {
 	Seed        int64   `parquet:"seed" json:"seed"`
 	Temperature float64 `parquet:"temperature" json:"temperature"`
 	// Output is the teacher's raw answer. Sufficient and GapItems are its
-	// parsed verdict (ParseVerdict: gap items of a sufficient verdict
+	// parsed verdict (judge.ParseVerdict: gap items of a sufficient verdict
 	// dropped); ParseError says why it could not be parsed, and the sample
 	// is then unusable. Contradiction says how the answer contradicted
 	// itself, if it did: "sufficient with gap items", "insufficient with no

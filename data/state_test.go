@@ -9,12 +9,16 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
+// judgeTemplate stands for the judge's template hash (package judge, which
+// data cannot import) in the sample rows.
+var judgeTemplate = TemplateHash("judge system text", "judge user text")
+
 func sampleStates() []State {
 	return []State{
 		{
 			QuestionID: "q1", Dataset: "sample", Round: 0, Question: "Who directed Iron Tide?",
 			JudgeOutput: `{"sufficient":false,"gap_items":[]}`, JudgeParseError: "",
-			Override: true, JudgeMS: 1.5, JudgeModel: "m", JudgeTemplate: JudgeTemplateHash,
+			Override: true, JudgeMS: 1.5, JudgeModel: "m", JudgeTemplate: judgeTemplate,
 		},
 		{
 			QuestionID: "q1", Dataset: "sample", Round: 1, Question: "Who directed Iron Tide?",
@@ -30,7 +34,7 @@ func sampleStates() []State {
 			ChosenIDs: []int32{1}, DroppedIDs: []int32{1, 9}, DroppedRepeated: 1, DroppedOutOfRange: 1,
 			BlocksAdded: 1, IsFinal: true, Answer: "Tri Datruwick", ReaderOutput: "Answer: Tri Datruwick",
 			JudgeMS: 2, RetrieveMS: 0.25, ExtractMS: 3, ReadMS: 4,
-			JudgeModel: "m", JudgeTemplate: JudgeTemplateHash, ExtractorModel: "e", ExtractorTemplate: "h2",
+			JudgeModel: "m", JudgeTemplate: judgeTemplate, ExtractorModel: "e", ExtractorTemplate: "h2",
 			ReaderModel: "r", ReaderTemplate: "h3", JudgePromptTokens: 100, JudgeCompletionTokens: 10,
 			ExtractorPromptTokens: 200, ExtractorCompletionTokens: 20, ReaderPromptTokens: 300, ReaderCompletionTokens: 30,
 		},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve/bm25"
@@ -35,7 +36,7 @@ func sampleSetup(t *testing.T) (Setup, *synth.World) {
 	}
 	t.Cleanup(func() { x.Close() })
 	return Setup{
-		Judge: rollout.LexicalJudge{}, BaseJudge: rollout.Never{}, Extractor: rollout.LexicalExtractor{},
+		Judge: judge.Lexical{}, BaseJudge: judge.Never{}, Extractor: rollout.LexicalExtractor{},
 		Reader: rollout.LexicalReader{}, Retriever: x,
 		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{},
 	}, w
@@ -156,7 +157,7 @@ func TestBenchFaultyServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ch := llm.Retry(c, llm.RetryOptions{MaxAttempts: 2, Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-	setup.Judge = rollout.NewLLMJudge(ch, "judge")
+	setup.Judge = judge.NewLLM(ch, "judge")
 	sum, err := Run(t.Context(), Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Setup: setup,
 		Out: t.TempDir(), Variants: []string{"full"}, Limit: 40, Workers: 4})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/rollout"
 )
 
@@ -78,12 +79,12 @@ func (s Setup) Variant(name string) (Variant, error) {
 		}
 		v.Roles.Judge = s.BaseJudge
 	case "no-judge":
-		v.Roles.Judge, v.Loop.Policy = rollout.Never{}, rollout.Fixed
+		v.Roles.Judge, v.Loop.Policy = judge.Never{}, rollout.Fixed
 	case "no-extractor":
 		raw()
 	case "single-round":
 		raw()
-		v.Roles.Judge, v.Loop.MaxRetrievals, v.Loop.Policy = rollout.Always{}, 1, rollout.EarlyStop
+		v.Roles.Judge, v.Loop.MaxRetrievals, v.Loop.Policy = judge.Always{}, 1, rollout.EarlyStop
 	case "summarize", "abstractive":
 		c := s.Summarizer
 		if name == "abstractive" {

@@ -13,6 +13,7 @@ import (
 	"slices"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -29,9 +30,9 @@ type Message struct {
 }
 
 // Example is one supervised example: the judge's input (system and user
-// messages, rendered by data.JudgePrompt exactly as the judge renders them
+// messages, rendered by judge.Prompt exactly as the judge renders them
 // at inference) and the filtered label as the judge's JSON (the assistant
-// message, data.VerdictJSON), with where it came from.
+// message, judge.VerdictJSON), with where it came from.
 type Example struct {
 	Messages   []Message `parquet:"messages,list" json:"messages"`
 	QuestionID string    `parquet:"question_id" json:"question_id"`
@@ -41,12 +42,12 @@ type Example struct {
 
 // NewExample returns the training example of a filtered label.
 func NewExample(l data.Label) Example {
-	p := data.JudgePrompt(l.Question, l.Context)
+	p := judge.Prompt(l.Question, l.Context)
 	return Example{
 		Messages: []Message{
 			{Role: "system", Content: p.System},
 			{Role: "user", Content: p.User},
-			{Role: "assistant", Content: data.VerdictJSON(l.Verdict())},
+			{Role: "assistant", Content: judge.VerdictJSON(l.Verdict())},
 		},
 		QuestionID: l.QuestionID, Round: l.Round, Sufficient: l.Sufficient,
 	}
@@ -123,7 +124,7 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		return ExportSummary{}, err
 	}
 	sum := ExportSummary{MaxLength: opts.MaxLength, Tokenizer: opts.Tokenizer}
-	sum.Files.TemplateHash = data.JudgeTemplateHash
+	sum.Files.TemplateHash = judge.TemplateHash
 	h := sha256.New()
 	info := map[string]any{}
 	for _, split := range []struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/finetunetest"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -44,11 +45,11 @@ func TestExportFormats(t *testing.T) {
 		}
 		want := make([][]llm.Message, len(labels))
 		for i, l := range labels {
-			p := data.JudgePrompt(l.Question, l.Context)
+			p := judge.Prompt(l.Question, l.Context)
 			want[i] = []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User},
-				{Role: "assistant", Content: data.VerdictJSON(l.Verdict())}}
+				{Role: "assistant", Content: judge.VerdictJSON(l.Verdict())}}
 			// The completion is valid judge JSON, the label's verdict.
-			v, err := data.ParseVerdict([]byte(want[i][2].Content))
+			v, err := judge.ParseVerdict([]byte(want[i][2].Content))
 			if err != nil || v.Sufficient != l.Sufficient || len(v.GapItems) != len(l.GapItems) {
 				t.Fatalf("completion %s: %+v, %v", want[i][2].Content, v, err)
 			}
@@ -128,7 +129,7 @@ func TestExportFormats(t *testing.T) {
 	if _, ok := info[finetune.ValDataset]; !ok {
 		t.Error("dataset_info.json has no validation entry")
 	}
-	if sum.Files.TemplateHash != data.JudgeTemplateHash || len(sum.Files.DataHash) != 64 {
+	if sum.Files.TemplateHash != judge.TemplateHash || len(sum.Files.DataHash) != 64 {
 		t.Errorf("hashes %q %q", sum.Files.TemplateHash, sum.Files.DataHash)
 	}
 	if sum.Train.TokensP50 < 300 || sum.Train.TokensP50 > sum.Train.TokensP90 || sum.Train.TokensP90 > sum.Train.TokensMax || sum.Train.OverMaxLength == 0 {

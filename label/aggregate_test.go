@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 )
 
 func sufficient(k int32) data.LabelSample {
@@ -131,8 +132,8 @@ func TestParseAnswer(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err %v, want error %v", err, tt.wantErr)
 			}
-			if err != nil && !errors.Is(err, data.ErrVerdict) {
-				t.Errorf("err %v does not match data.ErrVerdict", err)
+			if err != nil && !errors.Is(err, judge.ErrVerdict) {
+				t.Errorf("err %v does not match judge.ErrVerdict", err)
 			}
 			if c != tt.contradiction {
 				t.Errorf("contradiction %q, want %q", c, tt.contradiction)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -333,12 +334,12 @@ func TestPreflightSpendsNothing(t *testing.T) {
 func TestTeacherPrompt(t *testing.T) {
 	ctx := "[The Band]\nThe Band was founded by Jane Roe.\n\n[X (song)]\nX is a song by The Band."
 	p := TeacherPrompt("Who founded the band that wrote X?", ctx)
-	if j := data.JudgePrompt("Who founded the band that wrote X?", ctx); p.User != j.User {
+	if j := judge.Prompt("Who founded the band that wrote X?", ctx); p.User != j.User {
 		t.Errorf("teacher user message differs from the judge's:\n%s\n---\n%s", p.User, j.User)
 	}
 	got := "SYSTEM:\n" + p.System + "\n\nUSER:\n" + p.User + "\n"
 	testkit.Golden(t, "teacher_prompt.golden", got)
-	if TeacherTemplateHash == data.JudgeTemplateHash {
+	if TeacherTemplateHash == judge.TemplateHash {
 		t.Error("the teacher's template hash is the judge's")
 	}
 }

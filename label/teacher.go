@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
-	"github.com/distill-rag/distill/rollout"
 )
 
 // Item is what a teacher labels: one recorded state and its question, gold
@@ -106,7 +106,7 @@ func TruthVerdict(q data.Question, evidence []data.Evidence) data.Verdict {
 
 // The teacher's instructions, written for this project from the facts of
 // the method: it sees the question and the evidence exactly as the judge
-// does (the user message of data.JudgePrompt) and answers in the judge's
+// does (the user message of judge.Prompt) and answers in the judge's
 // schema, under a "use only this context" instruction.
 const teacherSystem = `You annotate training data for the sufficiency judge of a question answering system that retrieves evidence step by step. For each example you read a question and the evidence gathered for it so far, and you give the verdict a careful judge would give.
 
@@ -124,13 +124,13 @@ Rules:
 
 // TeacherTemplateHash is the hash of the teacher's prompt template: its
 // instructions and the judge's template, whose user message it shows.
-var TeacherTemplateHash = data.TemplateHash(teacherSystem, data.JudgeTemplateHash)
+var TeacherTemplateHash = data.TemplateHash(teacherSystem, judge.TemplateHash)
 
 // TeacherPrompt returns the prompt the model teacher sees for a state: its
 // own instructions, and the judge's user message for the question and the
 // rendered context, byte for byte.
 func TeacherPrompt(question, renderedContext string) data.Prompt {
-	return data.Prompt{System: teacherSystem, User: data.JudgePrompt(question, renderedContext).User}
+	return data.Prompt{System: teacherSystem, User: judge.Prompt(question, renderedContext).User}
 }
 
 // Defaults of the model teacher, the method's reference settings.
@@ -142,7 +142,7 @@ const (
 // LLMTeacher is a teacher behind a chat model (any OpenAI-compatible
 // server, GPT-4o-mini in the method). It shows TeacherPrompt, asks for the
 // judge's JSON schema, makes one call per sample (no re-ask, as the
-// reference) and reads the answer with data.ParseVerdict: a missing or
+// reference) and reads the answer with judge.ParseVerdict: a missing or
 // non-boolean "sufficient" is a parse failure. Sample 0 is sent without a
 // seed, sample k > 0 with seed SeedBase + k, so that the samples of a state
 // are distinct requests (and distinct entries of a response cache) while a
@@ -158,7 +158,7 @@ type LLMTeacher struct {
 
 // Request returns the chat request of one sample of a state.
 func (t *LLMTeacher) Request(s data.State, sample int) llm.Request {
-	schema := rollout.JudgeSchema()
+	schema := judge.Schema()
 	p := TeacherPrompt(s.Question, s.Context)
 	req := llm.Request{
 		Messages:    []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}},
@@ -226,14 +226,14 @@ const (
 )
 
 // ParseAnswer reads a teacher's answer: the first JSON object of the text,
-// parsed with data.ParseVerdict. It also says whether the answer
+// parsed with judge.ParseVerdict. It also says whether the answer
 // contradicted itself: sufficient with gap items (which ParseVerdict drops,
 // as the method does), insufficient with none, or a "sufficient" that is
 // not a JSON boolean (which is also a parse error).
 func ParseAnswer(text string) (v data.Verdict, contradiction string, err error) {
 	obj, ok := llm.ExtractJSON(text)
 	if !ok {
-		return data.Verdict{}, "", fmt.Errorf("%w: the answer holds no JSON object", data.ErrVerdict)
+		return data.Verdict{}, "", fmt.Errorf("%w: the answer holds no JSON object", judge.ErrVerdict)
 	}
 	var raw struct {
 		Sufficient json.RawMessage   `json:"sufficient"`
@@ -249,7 +249,7 @@ func ParseAnswer(text string) (v data.Verdict, contradiction string, err error) 
 			contradiction = NonBooleanSufficient
 		}
 	}
-	v, err = data.ParseVerdict([]byte(obj))
+	v, err = judge.ParseVerdict([]byte(obj))
 	if err != nil {
 		return data.Verdict{}, contradiction, err
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/judge"
 )
 
 // BenchmarkLoopRound measures the loop's own cost, without model time: the
@@ -20,7 +21,7 @@ func BenchmarkLoopRound(b *testing.B) {
 		b.Fatal(err)
 	}
 	x := buildIndex(b, w.Passages)
-	roles := Roles{Judge: LexicalJudge{}, Extractor: LexicalExtractor{}, Reader: LexicalReader{}, Retriever: x}
+	roles := Roles{Judge: judge.Lexical{}, Extractor: LexicalExtractor{}, Reader: LexicalReader{}, Retriever: x}
 	ctx := context.Background()
 	rounds, states, i := 0, 0, 0
 	b.ReportAllocs()

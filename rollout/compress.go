@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/lexical"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -28,7 +28,7 @@ type Compressor interface {
 // CompressResult is a compressor's output.
 type CompressResult struct {
 	Evidence []data.Evidence
-	Call
+	data.Call
 }
 
 // documents groups numbered sentences by document, in order.
@@ -72,7 +72,7 @@ func (s LeadSummary) Compress(_ context.Context, _ string, _ []data.GapItem, sen
 			ev = append(ev, sent.Evidence)
 		}
 	}
-	return CompressResult{Evidence: ev, Call: Call{Raw: evidenceJSON(ev), Model: LeadSummaryName, TemplateHash: leadSummaryHash}}, nil
+	return CompressResult{Evidence: ev, Call: data.Call{Raw: evidenceJSON(ev), Model: LeadSummaryName, TemplateHash: leadSummaryHash}}, nil
 }
 
 // FocusedSummary is the built-in stand-in for a short query-focused
@@ -85,11 +85,14 @@ type FocusedSummary struct{ Words int }
 // Compress implements Compressor.
 func (s FocusedSummary) Compress(_ context.Context, question string, gaps []data.GapItem, sentences []Numbered) (CompressResult, error) {
 	words := cmp.Or(s.Words, 20)
-	lx := getLexer()
-	defer putLexer(lx)
 	var ev []data.Evidence
 	for _, doc := range documents(sentences) {
-		ids := rankSentences(lx, question, gaps, renumber(doc), 1)
+		// Numbered from 1 within the document, so that an id is its index + 1.
+		in := make([]lexical.Sentence, len(doc))
+		for i, sent := range doc {
+			in[i] = lexical.Sentence{ID: i + 1, Title: sent.Title, Text: sent.Text}
+		}
+		ids := lexical.Rank(question, gaps, in, 1)
 		if len(ids) == 0 {
 			continue
 		}
@@ -100,16 +103,7 @@ func (s FocusedSummary) Compress(_ context.Context, question string, gaps []data
 		}
 		ev = append(ev, e)
 	}
-	return CompressResult{Evidence: ev, Call: Call{Raw: evidenceJSON(ev), Model: FocusedSummaryName, TemplateHash: focusedSummaryHash}}, nil
-}
-
-// renumber numbers a document's sentences from 1.
-func renumber(doc []Numbered) []Numbered {
-	out := make([]Numbered, len(doc))
-	for i, s := range doc {
-		out[i] = Numbered{ID: i + 1, Evidence: s.Evidence, Line: NumberedLine(i+1, s.Evidence)}
-	}
-	return out
+	return CompressResult{Evidence: ev, Call: data.Call{Raw: evidenceJSON(ev), Model: FocusedSummaryName, TemplateHash: focusedSummaryHash}}, nil
 }
 
 func evidenceJSON(ev []data.Evidence) string {
@@ -132,7 +126,7 @@ func (AllSentences) Extract(_ context.Context, _ string, _ []data.GapItem, sente
 	for _, s := range sentences[:min(len(sentences), max)] {
 		ids = append(ids, s.ID)
 	}
-	return ExtractResult{IDs: ids, Call: Call{Raw: idsJSON(ids), Model: AllSentencesName, TemplateHash: allSentencesHash}}, nil
+	return ExtractResult{IDs: ids, Call: data.Call{Raw: idsJSON(ids), Model: AllSentencesName, TemplateHash: allSentencesHash}}, nil
 }
 
 // SimilarityExtractor is the extractive-compression baseline (in the manner
@@ -144,36 +138,8 @@ type SimilarityExtractor struct{}
 
 // Extract implements Extractor.
 func (SimilarityExtractor) Extract(_ context.Context, question string, _ []data.GapItem, sentences []Numbered, max int) (ExtractResult, error) {
-	lx := getLexer()
-	defer putLexer(lx)
-	q := make(map[string]bool)
-	for _, w := range lx.textWords(question) {
-		if w.stem != "" && !w.function {
-			q[w.stem] = true
-		}
-	}
-	type scored struct {
-		id    int
-		score float64
-	}
-	var all []scored
-	for _, s := range sentences {
-		seen := make(map[string]bool)
-		for _, w := range lx.textWords(s.Text) {
-			if q[w.stem] {
-				seen[w.stem] = true
-			}
-		}
-		if len(seen) > 0 {
-			all = append(all, scored{s.ID, float64(len(seen)) / float64(len(q))})
-		}
-	}
-	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
-	ids := []int{}
-	for _, s := range all[:min(len(all), max)] {
-		ids = append(ids, s.id)
-	}
-	return ExtractResult{IDs: ids, Call: Call{Raw: idsJSON(ids), Model: SimilarityExtractorName, TemplateHash: similarityHash}}, nil
+	ids := lexical.Similar(question, lexicalSentences(sentences), max)
+	return ExtractResult{IDs: ids, Call: data.Call{Raw: idsJSON(ids), Model: SimilarityExtractorName, TemplateHash: similarityHash}}, nil
 }
 
 // The summariser's prompt, written for this project: the "LLM summary" and
@@ -206,7 +172,7 @@ var (
 // LLMSummarizer is the model-backed compressor: one call per round that
 // summarises each retrieved document (Focused: in one short query-focused
 // sentence, the abstractive variant), each summary attributed to its
-// document. See LLMJudge for what the model-backed roles share.
+// document. See LLMExtractor for what the model-backed roles share.
 type LLMSummarizer struct {
 	c       llm.Chatter
 	model   string
@@ -236,7 +202,7 @@ func (s *LLMSummarizer) Compress(ctx context.Context, question string, _ []data.
 		hash, instruction = FocusedSummaryTemplateHash, summaryFocused
 	}
 	if len(docs) == 0 {
-		return CompressResult{Call: Call{Model: s.model, TemplateHash: hash}}, nil
+		return CompressResult{Call: data.Call{Model: s.model, TemplateHash: hash}}, nil
 	}
 	var b strings.Builder
 	for i, doc := range docs {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -78,7 +79,7 @@ func TestLoopWithCompressor(t *testing.T) {
 	w := synth.Sample()
 	x := buildIndex(t, w.Passages)
 	for _, comp := range []Compressor{LeadSummary{}, FocusedSummary{}} {
-		roles := Roles{Judge: LexicalJudge{}, Compressor: comp, Reader: LexicalReader{}, Retriever: x}
+		roles := Roles{Judge: judge.Lexical{}, Compressor: comp, Reader: LexicalReader{}, Retriever: x}
 		correct := 0
 		for _, q := range w.Questions[:50] {
 			tr, err := Run(context.Background(), q, roles, Options{})

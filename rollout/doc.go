@@ -23,16 +23,19 @@
 //     (data.Context.Append). What this round did is recorded on the next
 //     state, the one whose context it produced.
 //
-// The roles are interfaces declared here, where they are consumed. Two
-// families implement them: model-backed ones (NewLLMJudge, NewLLMExtractor,
+// The roles are interfaces declared here, where they are consumed. The
+// judges themselves, model-backed or built in, and the judge's prompt live
+// in package judge, whose contract every Judge meets. This package holds
+// the extractors and readers: model-backed ones (NewLLMExtractor,
 // NewLLMReader) that talk to any OpenAI-compatible server through an
-// llm.Chatter, with prompts written in prompts.go and the judge's in data
-// (the one rendering shared with labelling and SFT export); and built-in
-// deterministic ones that need no model: LexicalJudge, LexicalExtractor and
-// LexicalReader (baselines that match words the way BM25 does), and the
-// fixed policies Never and Always for ablations. Every result carries the
-// raw output, parse error, model name, template hash and token usage that
-// the rows record.
+// llm.Chatter, with prompts written in prompts.go; built-in deterministic
+// ones that need no model, LexicalExtractor and LexicalReader (baselines
+// that match words the way BM25 does, over the analysis of
+// internal/lexical); and the compressors and extractors of the ablations
+// (LeadSummary, FocusedSummary, LLMSummarizer, AllSentences,
+// SimilarityExtractor). Every result carries the data.Call the rows
+// record: raw output, parse error, model name, template hash and token
+// usage.
 //
 // Run handles one question and is safe to call from many goroutines at
 // once with the same roles. Its errors tell the caller what to do: a

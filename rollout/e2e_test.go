@@ -12,10 +12,11 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/judge"
 )
 
 func builtinRoles(r Retriever) Roles {
-	return Roles{Judge: LexicalJudge{}, Extractor: LexicalExtractor{}, Reader: LexicalReader{}, Retriever: r}
+	return Roles{Judge: judge.Lexical{}, Extractor: LexicalExtractor{}, Reader: LexicalReader{}, Retriever: r}
 }
 
 // runAll runs every question with 4 workers sharing the roles, as a rollout
@@ -184,7 +185,7 @@ func TestSampleEndToEnd(t *testing.T) {
 			// answerable questions, 187 exact answers of 200, 1.80
 			// retrievals per question.
 			name:          "lexical judge",
-			judge:         LexicalJudge{},
+			judge:         judge.Lexical{},
 			rounds:        func(n int) bool { return n >= 1 && n <= DefaultMaxRetrievals },
 			minInEvidence: 160, minExact: 175,
 		},
@@ -192,21 +193,21 @@ func TestSampleEndToEnd(t *testing.T) {
 			// Measured: 135 and 154. Without gap items the queries repeat
 			// the bare question and miss second hops.
 			name:          "never (without judge)",
-			judge:         Never{},
+			judge:         judge.Never{},
 			rounds:        func(n int) bool { return n == DefaultMaxRetrievals },
 			minInEvidence: 120, minExact: 140,
 		},
 		{
 			// Measured: 132 and 152.
 			name:          "always (one retrieval)",
-			judge:         Always{},
+			judge:         judge.Always{},
 			rounds:        func(n int) bool { return n == 1 },
 			minInEvidence: 120, minExact: 140,
 		},
 		{
 			// Measured: 173 and 187.
 			name:          "lexical judge, fixed rounds, dedup by title",
-			judge:         LexicalJudge{},
+			judge:         judge.Lexical{},
 			opts:          Options{Policy: Fixed, Dedup: DedupTitle},
 			rounds:        func(n int) bool { return n == DefaultMaxRetrievals },
 			minInEvidence: 160, minExact: 175,

@@ -2,7 +2,6 @@ package rollout
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -10,11 +9,9 @@ import (
 	"github.com/distill-rag/distill/llm"
 )
 
-// The answer caps of the model-backed roles, the method's settings: the
-// judge answers with the teacher's budget, the extractor and the reader
-// with the reference code's caps.
+// The answer caps of the model-backed extractor and reader: the reference
+// code's caps.
 const (
-	DefaultJudgeMaxTokens     = 512
 	DefaultExtractorMaxTokens = 64
 	DefaultReaderMaxTokens    = 128
 )
@@ -45,78 +42,9 @@ func newSettings(maxTokens int, opts []LLMOption) llmSettings {
 }
 
 var (
-	_ Judge     = (*LLMJudge)(nil)
 	_ Extractor = (*LLMExtractor)(nil)
 	_ Reader    = (*LLMReader)(nil)
-	// llm.DecodeJSON reads a verdictReply through its UnmarshalJSON, which
-	// leaves the checks to data.ParseVerdict.
-	_ json.Unmarshaler = (*verdictReply)(nil)
 )
-
-// LLMJudge is the judge backed by a chat model (METHOD step 1). It shows
-// the model data.JudgePrompt of the question and the rendered context,
-// asks for {"sufficient": bool, "gap_items": [{"category", "target",
-// "slot", "description"}]} and reads the answer with data.ParseVerdict: a
-// missing or non-boolean "sufficient" or a malformed gap item is a parse
-// failure, and the gap items of a sufficient verdict are dropped. Its
-// template hash is data.JudgeTemplateHash.
-//
-// The model-backed roles (LLMJudge, LLMExtractor, LLMReader) share these
-// guarantees, on top of the contract of Roles:
-//
-//   - Decoding is greedy: temperature 0, sent to the server as such.
-//   - The judge and the extractor ask for structured output (a strict JSON
-//     Schema) and read the first JSON object of the answer; an unusable
-//     answer is asked again once, showing the model what was wrong
-//     (llm.DecodeJSON). The reader answers in plain text.
-//   - Output that still cannot be used is not an error: Call.ParseError
-//     says why and Call.Raw holds the last answer.
-//   - An error of the Chatter (one that its retries did not cure) is
-//     returned, wrapped; when ctx has ended, ctx.Err() is returned as is.
-//   - Call.Model is the model the server says answered, else the model
-//     given to the constructor; Call.Usage adds up both calls of a re-ask.
-//   - They are safe for concurrent use when their Chatter is.
-type LLMJudge struct {
-	c     llm.Chatter
-	model string
-	s     llmSettings
-}
-
-// NewLLMJudge returns a judge that asks c; model is recorded when the
-// server does not name the model that answered. It answers in at most
-// DefaultJudgeMaxTokens tokens unless WithMaxTokens says otherwise.
-func NewLLMJudge(c llm.Chatter, model string, opts ...LLMOption) *LLMJudge {
-	return &LLMJudge{c: c, model: model, s: newSettings(DefaultJudgeMaxTokens, opts)}
-}
-
-// judgeReply is the judge's answer as its JSON Schema describes it. The
-// enum must list data.GapCategories(); a test checks it.
-type judgeReply struct {
-	Sufficient bool       `json:"sufficient" description:"true when the evidence alone answers the question"`
-	GapItems   []gapReply `json:"gap_items" description:"what is missing, most important first; empty when sufficient"`
-}
-
-type gapReply struct {
-	Category    string `json:"category" enum:"bridge_entity,attribute,relation,evidence_span,other"`
-	Target      string `json:"target" description:"the entity the missing information is about"`
-	Slot        string `json:"slot" description:"the missing property or relation"`
-	Description string `json:"description" description:"one short sentence saying what must be found"`
-}
-
-// verdictReply decodes a judge's JSON object with data.ParseVerdict, so
-// that llm.DecodeJSON re-asks on exactly the answers the method rejects.
-type verdictReply struct {
-	v data.Verdict
-}
-
-func (r *verdictReply) UnmarshalJSON(b []byte) error {
-	v, err := data.ParseVerdict(b)
-	if err != nil {
-		return err
-	}
-	r.v = v
-	return nil
-}
 
 // extractReply is the extractor's answer, for its schema and its decoding:
 // the ids must be JSON integers; null means none.
@@ -124,15 +52,7 @@ type extractReply struct {
 	IDs []int `json:"evidence_global_ids" description:"ids of the sentences to keep, most useful first, each once"`
 }
 
-var (
-	judgeSchema     = mustSchema[judgeReply]("judge_verdict")
-	extractorSchema = mustSchema[extractReply]("evidence_pointers")
-)
-
-// JudgeSchema returns the strict JSON Schema of the judge's answer, the one
-// the LLM judge asks for; a teacher that answers in the judge's schema asks
-// for it too.
-func JudgeSchema() llm.Schema { return judgeSchema }
+var extractorSchema = mustSchema[extractReply]("evidence_pointers")
 
 // mustSchema makes the schema of a reply type of this file; it cannot fail
 // for them, which the tests confirm.
@@ -144,27 +64,6 @@ func mustSchema[T any](name string) llm.Schema {
 	return s
 }
 
-// Judge implements Judge.
-func (j *LLMJudge) Judge(ctx context.Context, question string, c data.Context) (JudgeResult, error) {
-	schema := judgeSchema
-	req := llm.Request{
-		Messages:    messages(data.JudgePrompt(question, c.Render())),
-		Temperature: 0,
-		MaxTokens:   j.s.maxTokens,
-		Schema:      &schema,
-	}
-	var reply verdictReply
-	resp, err := llm.DecodeJSON(ctx, j.c, req, &reply)
-	call, err := decodedCall(resp, err, j.model, data.JudgeTemplateHash)
-	if err != nil {
-		return JudgeResult{}, roleCallError(ctx, "llm judge", err)
-	}
-	if call.ParseError != "" {
-		return JudgeResult{Verdict: data.Verdict{}, Call: call}, nil
-	}
-	return JudgeResult{Verdict: reply.v, Call: call}, nil
-}
-
 // LLMExtractor is the extractor backed by a chat model (METHOD step 5). It
 // shows the model ExtractorPrompt (the question, up to ExtractorGaps gap
 // items, the numbered sentences and the most ids to give), asks for
@@ -172,8 +71,24 @@ func (j *LLMJudge) Judge(ctx context.Context, question string, c data.Context) (
 // them: the loop drops and counts invalid, repeated and surplus ids. Ids
 // that are not JSON integers make the answer unusable. With no sentences,
 // or max < 1, it returns no ids without asking. Its template hash is
-// ExtractorTemplateHash. See LLMJudge for what the model-backed roles
-// share.
+// ExtractorTemplateHash.
+//
+// The model-backed roles of this package (LLMExtractor, LLMReader,
+// LLMSummarizer) share these guarantees, on top of the contract of Roles,
+// as does the LLM judge of package judge:
+//
+//   - Decoding is greedy: temperature 0, sent to the server as such.
+//   - The extractor and the summarizer ask for structured output (a strict
+//     JSON Schema) and read the first JSON object of the answer; an
+//     unusable answer is asked again once, showing the model what was
+//     wrong (llm.DecodeJSON). The reader answers in plain text.
+//   - Output that still cannot be used is not an error: Call.ParseError
+//     says why and Call.Raw holds the last answer.
+//   - An error of the Chatter (one that its retries did not cure) is
+//     returned, wrapped; when ctx has ended, ctx.Err() is returned as is.
+//   - Call.Model is the model the server says answered, else the model
+//     given to the constructor; Call.Usage adds up both calls of a re-ask.
+//   - They are safe for concurrent use when their Chatter is.
 type LLMExtractor struct {
 	c     llm.Chatter
 	model string
@@ -190,7 +105,7 @@ func NewLLMExtractor(c llm.Chatter, model string, opts ...LLMOption) *LLMExtract
 // Extract implements Extractor.
 func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data.GapItem, sentences []Numbered, max int) (ExtractResult, error) {
 	if max < 1 || len(sentences) == 0 {
-		return ExtractResult{IDs: []int{}, Call: Call{Model: x.model, TemplateHash: ExtractorTemplateHash}}, nil
+		return ExtractResult{IDs: []int{}, Call: data.Call{Model: x.model, TemplateHash: ExtractorTemplateHash}}, nil
 	}
 	schema := extractorSchema
 	req := llm.Request{
@@ -220,8 +135,8 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 // answered from the context only), asks for a line "Answer: ..." in plain
 // text and reads it with ParseAnswer; an output without an answer is a
 // parse failure with an empty answer (there is no re-ask). Its template
-// hash is ReaderTemplateHash. See LLMJudge for what the model-backed roles
-// share.
+// hash is ReaderTemplateHash. See LLMExtractor for what the model-backed
+// roles share.
 type LLMReader struct {
 	c     llm.Chatter
 	model string
@@ -264,12 +179,12 @@ func messages(p data.Prompt) []llm.Message {
 }
 
 // newCall records a model call from its response.
-func newCall(resp llm.Response, model, hash string) Call {
-	call := Call{
+func newCall(resp llm.Response, model, hash string) data.Call {
+	call := data.Call{
 		Raw:          resp.Content,
 		Model:        resp.Model,
 		TemplateHash: hash,
-		Usage:        Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
+		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
 	}
 	if call.Model == "" {
 		call.Model = model
@@ -280,10 +195,10 @@ func newCall(resp llm.Response, model, hash string) Call {
 // decodedCall records a call made with llm.DecodeJSON from its response
 // and error: a *llm.ParseError becomes Call.ParseError; any other error is
 // returned for the role to return.
-func decodedCall(resp llm.Response, err error, model, hash string) (Call, error) {
+func decodedCall(resp llm.Response, err error, model, hash string) (data.Call, error) {
 	var perr *llm.ParseError
 	if err != nil && !errors.As(err, &perr) {
-		return Call{}, err
+		return data.Call{}, err
 	}
 	call := newCall(resp, model, hash)
 	if perr != nil {

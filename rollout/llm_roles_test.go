@@ -20,6 +20,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -53,9 +54,9 @@ func client(t *testing.T, baseURL, model string) *llm.Client {
 
 // billed is the usage llmtest bills for its requests: white-space
 // separated words of the messages and of the answers.
-func billed(reqs []llmtest.Request, answers []string) Usage {
+func billed(reqs []llmtest.Request, answers []string) data.Usage {
 	words := func(s string) int64 { return int64(max(1, len(strings.Fields(s)))) }
-	var u Usage
+	var u data.Usage
 	for i, r := range reqs {
 		for _, m := range r.Messages {
 			u.PromptTokens += words(m.Content)
@@ -85,79 +86,15 @@ func checkReask(t *testing.T, reqs []llmtest.Request, firstAnswer string) {
 }
 
 // ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
-var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(Call{}, "ParseError", "Usage")
-
-func TestLLMJudge(t *testing.T) {
-	gap := `{"category": "attribute", "target": "Orla Venn", "slot": "birthplace city", "description": "Find the city where Orla Venn was born."}`
-	gapItem := data.GapItem{Category: "attribute", Target: "Orla Venn", Slot: "birthplace city", Description: "Find the city where Orla Venn was born."}
-	insufficient := `{"sufficient": false, "gap_items": [` + gap + `]}`
-	tests := []struct {
-		name    string
-		answers []string
-		want    data.Verdict
-		// wantParseError is a part of the parse error; empty means none.
-		wantParseError string
-	}{
-		{name: "insufficient with a gap", answers: []string{insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "sufficient", answers: []string{`{"sufficient": true, "gap_items": []}`}, want: data.Verdict{Sufficient: true}},
-		{name: "gaps of a sufficient verdict dropped", answers: []string{`{"sufficient": true, "gap_items": [` + gap + `]}`}, want: data.Verdict{Sufficient: true}},
-		{name: "object in a code fence", answers: []string{"Here is my verdict:\n```json\n" + insufficient + "\n```"}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "insufficient without gap items", answers: []string{`{"sufficient": false}`}, want: data.Verdict{}},
-		{name: "malformed, then valid", answers: []string{`{"sufficient": false, "gap_items": [`, insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "non-boolean, then valid", answers: []string{`{"sufficient": "no", "gap_items": []}`, insufficient}, want: data.Verdict{GapItems: []data.GapItem{gapItem}}},
-		{name: "malformed twice", answers: []string{"The evidence is not enough.", `{"sufficient": tru`}, wantParseError: "no JSON object"},
-		{name: "non-boolean twice", answers: []string{`{"sufficient": "yes", "gap_items": []}`}, wantParseError: `"sufficient" is "yes", want true or false`},
-		{name: "sufficient missing twice", answers: []string{`{"gap_items": []}`}, wantParseError: `no "sufficient" field`},
-		{name: "gap item not an object twice", answers: []string{`{"sufficient": false, "gap_items": ["Orla Venn"]}`}, wantParseError: "gap item 0 is not an object"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := scripted(t, tt.answers...)
-			j := NewLLMJudge(client(t, s.URL(), "judge-model"), "configured-judge")
-			c := promptContext()
-			got, err := j.Judge(context.Background(), promptQuestion, c)
-			if err != nil {
-				t.Fatalf("got error %v, want none", err)
-			}
-			reqs := s.Requests()
-			wantRequests := min(len(tt.answers), 2)
-			if tt.wantParseError != "" {
-				wantRequests = 2
-			}
-			if len(reqs) != wantRequests {
-				t.Fatalf("got %d requests, want %d", len(reqs), wantRequests)
-			}
-			if wantRequests == 2 {
-				checkReask(t, reqs, tt.answers[0])
-			}
-			want := JudgeResult{Verdict: tt.want, Call: Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", TemplateHash: data.JudgeTemplateHash}}
-			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
-				t.Errorf("result differs (-want +got):\n%s", diff)
-			}
-			switch {
-			case tt.wantParseError == "" && got.ParseError != "":
-				t.Errorf("got parse error %q, want none", got.ParseError)
-			case !strings.Contains(got.ParseError, tt.wantParseError):
-				t.Errorf("got parse error %q, want one containing %q", got.ParseError, tt.wantParseError)
-			}
-			if want := billed(reqs, tt.answers); got.Usage != want {
-				t.Errorf("got usage %+v, want %+v (every request)", got.Usage, want)
-			}
-			wantUser := data.JudgePrompt(promptQuestion, c.Render()).User
-			if got := reqs[0].Messages; len(got) != 2 || got[1].Content != wantUser {
-				t.Errorf("got messages %q, want the system prompt and the user message of data.JudgePrompt", got)
-			}
-		})
-	}
-}
+var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(data.Call{}, "ParseError", "Usage")
 
 func TestLLMJudgeLoopFallback(t *testing.T) {
-	// What the loop makes of an unusable verdict: insufficient, no gaps, the
-	// failure recorded and counted.
+	// What the loop makes of an unusable verdict of the LLM judge:
+	// insufficient, no gaps, the failure recorded and counted.
 	s := scripted(t, "I cannot tell.")
 	w := synth.Sample()
 	roles := Roles{
-		Judge:     NewLLMJudge(client(t, s.URL(), "judge-model"), "judge-model"),
+		Judge:     judge.NewLLM(client(t, s.URL(), "judge-model"), "judge-model"),
 		Extractor: LexicalExtractor{},
 		Reader:    LexicalReader{},
 		Retriever: &fakeRetriever{corpus: w.Passages[:20]},
@@ -215,7 +152,7 @@ func TestLLMExtractor(t *testing.T) {
 			if wantRequests == 2 {
 				checkReask(t, reqs, tt.answers[0])
 			}
-			want := ExtractResult{IDs: tt.want, Call: Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", TemplateHash: ExtractorTemplateHash}}
+			want := ExtractResult{IDs: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", TemplateHash: ExtractorTemplateHash}}
 			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -252,7 +189,7 @@ func TestLLMExtractorNothingToPointAt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := ExtractResult{IDs: []int{}, Call: Call{Model: "configured-extractor", TemplateHash: ExtractorTemplateHash}}
+			want := ExtractResult{IDs: []int{}, Call: data.Call{Model: "configured-extractor", TemplateHash: ExtractorTemplateHash}}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -287,8 +224,8 @@ func TestLLMReader(t *testing.T) {
 			if len(reqs) != 1 {
 				t.Fatalf("got %d requests, want 1 (no re-ask)", len(reqs))
 			}
-			want := ReadResult{Answer: tt.want, Call: Call{Raw: tt.answer, Model: "reader-model", TemplateHash: ReaderTemplateHash, Usage: billed(reqs, []string{tt.answer})}}
-			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(Call{}, "ParseError")); diff != "" {
+			want := ReadResult{Answer: tt.want, Call: data.Call{Raw: tt.answer, Model: "reader-model", TemplateHash: ReaderTemplateHash, Usage: billed(reqs, []string{tt.answer})}}
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(data.Call{}, "ParseError")); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
 			switch {
@@ -311,28 +248,21 @@ type llmRole struct {
 	maxTokens  int
 	answer     string
 	schema     *llm.Schema
-	newAndCall func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error)
+	newAndCall func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error)
 }
 
 func llmRoles() []llmRole {
 	return []llmRole{
 		{
-			name: "judge", maxTokens: DefaultJudgeMaxTokens, answer: `{"sufficient": true, "gap_items": []}`, schema: &judgeSchema,
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
-				r, err := NewLLMJudge(c, "judge-model", opts...).Judge(ctx, promptQuestion, promptContext())
-				return r.Call, err
-			},
-		},
-		{
 			name: "extractor", maxTokens: DefaultExtractorMaxTokens, answer: `{"evidence_global_ids": [2]}`, schema: &extractorSchema,
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMExtractor(c, "extractor-model", opts...).Extract(ctx, promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
 				return r.Call, err
 			},
 		},
 		{
 			name: "reader", maxTokens: DefaultReaderMaxTokens, answer: "Answer: Carrow",
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (Call, error) {
+			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMReader(c, "reader-model", opts...).Answer(ctx, promptQuestion, promptContext())
 				return r.Call, err
 			},
@@ -414,7 +344,7 @@ func TestLLMRolesServerErrorOnReask(t *testing.T) {
 	// it was not a parse failure.
 	s := llmtest.NewServer(llmtest.Options{Script: []llmtest.Fault{llmtest.None, llmtest.ServerError}, Answer: func(llmtest.Request) string { return "no JSON" }})
 	t.Cleanup(s.Close)
-	_, err := NewLLMJudge(client(t, s.URL(), "judge-model"), "judge-model").Judge(context.Background(), promptQuestion, promptContext())
+	_, err := NewLLMExtractor(client(t, s.URL(), "extractor-model"), "extractor-model").Extract(context.Background(), promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
 	var se *llm.StatusError
 	if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("got error %v, want a 500 *llm.StatusError", err)
@@ -450,7 +380,7 @@ func TestLLMRolesModelFallback(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Call{Raw: role.answer, Model: role.name + "-model", TemplateHash: call.TemplateHash, Usage: Usage{PromptTokens: 7, CompletionTokens: 3}}
+			want := data.Call{Raw: role.answer, Model: role.name + "-model", TemplateHash: call.TemplateHash, Usage: data.Usage{PromptTokens: 7, CompletionTokens: 3}}
 			if diff := cmp.Diff(want, call); diff != "" {
 				t.Errorf("call differs (-want +got):\n%s", diff)
 			}
@@ -471,28 +401,6 @@ func TestLLMReaderCutOff(t *testing.T) {
 	}
 	if got.Answer != "" || !strings.Contains(got.ParseError, "cut off at the token limit") {
 		t.Errorf("got answer %q and parse error %q, want no answer and a parse error saying the reply was cut off", got.Answer, got.ParseError)
-	}
-}
-
-func TestJudgeSchemaCategories(t *testing.T) {
-	var s struct {
-		Properties struct {
-			GapItems struct {
-				Items struct {
-					Properties struct {
-						Category struct {
-							Enum []string `json:"enum"`
-						} `json:"category"`
-					} `json:"properties"`
-				} `json:"items"`
-			} `json:"gap_items"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(judgeSchema.Schema, &s); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(data.GapCategories(), s.Properties.GapItems.Items.Properties.Category.Enum); diff != "" {
-		t.Errorf("category enum differs from data.GapCategories() (-want +got):\n%s", diff)
 	}
 }
 
@@ -580,7 +488,7 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 	w := synth.Sample()
 	qs := w.Questions
 	roles := Roles{
-		Judge:     NewLLMJudge(client(t, s.URL(), judgeModel), "unused"),
+		Judge:     judge.NewLLM(client(t, s.URL(), judgeModel), "unused"),
 		Extractor: NewLLMExtractor(client(t, s.URL(), extractorModel), "unused"),
 		Reader:    NewLLMReader(client(t, s.URL(), readerModel), "unused"),
 		Retriever: buildIndex(t, w.Passages),
@@ -602,26 +510,26 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 		if tr.Answer != "x" {
 			t.Errorf("question %s: got answer %q, want %q", q.ID, tr.Answer, "x")
 		}
-		var judgeUsage, extractorUsage Usage
+		var judgeUsage, extractorUsage data.Usage
 		for r, st := range tr.States {
 			wantJudge := insufficientAnswer
 			if r == 2 {
 				wantJudge = sufficientAnswer
 			}
-			if st.JudgeOutput != wantJudge || st.JudgeParseError != "" || st.JudgeModel != judgeModel || st.JudgeTemplate != data.JudgeTemplateHash {
+			if st.JudgeOutput != wantJudge || st.JudgeParseError != "" || st.JudgeModel != judgeModel || st.JudgeTemplate != judge.TemplateHash {
 				t.Errorf("question %s round %d: got judge output %q, parse error %q, model %q, template %q; want %q, none, %q, %q",
-					q.ID, r, st.JudgeOutput, st.JudgeParseError, st.JudgeModel, st.JudgeTemplate, wantJudge, judgeModel, data.JudgeTemplateHash)
+					q.ID, r, st.JudgeOutput, st.JudgeParseError, st.JudgeModel, st.JudgeTemplate, wantJudge, judgeModel, judge.TemplateHash)
 			}
 			if st.JudgePromptTokens == 0 || st.JudgeCompletionTokens == 0 {
 				t.Errorf("question %s round %d: got judge tokens %d + %d, want both counted", q.ID, r, st.JudgePromptTokens, st.JudgeCompletionTokens)
 			}
-			judgeUsage = judgeUsage.Add(Usage{st.JudgePromptTokens, st.JudgeCompletionTokens})
-			extractorUsage = extractorUsage.Add(Usage{st.ExtractorPromptTokens, st.ExtractorCompletionTokens})
+			judgeUsage = judgeUsage.Add(data.Usage{PromptTokens: st.JudgePromptTokens, CompletionTokens: st.JudgeCompletionTokens})
+			extractorUsage = extractorUsage.Add(data.Usage{PromptTokens: st.ExtractorPromptTokens, CompletionTokens: st.ExtractorCompletionTokens})
 			// The judge saw exactly the recorded context, in the one rendering.
 			mu.Lock()
 			seen := judgeUsers[key]
 			mu.Unlock()
-			if want := data.JudgePrompt(q.Text, st.Context).User; r >= len(seen) || seen[r] != want {
+			if want := judge.Prompt(q.Text, st.Context).User; r >= len(seen) || seen[r] != want {
 				t.Errorf("question %s round %d: the judge was not shown the recorded context", q.ID, r)
 			}
 			if r == 0 {
@@ -652,7 +560,7 @@ func TestLLMRolesEndToEnd(t *testing.T) {
 			t.Errorf("question %s: got reader output %q, parse error %q, model %q, template %q, prompt tokens %d; want %q, none, %q, %q, some",
 				q.ID, last.ReaderOutput, last.ReaderParseError, last.ReaderModel, last.ReaderTemplate, last.ReaderPromptTokens, readerAnswer, readerModel, ReaderTemplateHash)
 		}
-		if judgeUsage != tr.JudgeUsage || extractorUsage != tr.ExtractorUsage || (Usage{last.ReaderPromptTokens, last.ReaderCompletionTokens}) != tr.ReaderUsage {
+		if judgeUsage != tr.JudgeUsage || extractorUsage != tr.ExtractorUsage || (data.Usage{PromptTokens: last.ReaderPromptTokens, CompletionTokens: last.ReaderCompletionTokens}) != tr.ReaderUsage {
 			t.Errorf("question %s: usage of the rows (%+v, %+v) does not add up to the trajectory's (%+v, %+v)", q.ID, judgeUsage, extractorUsage, tr.JudgeUsage, tr.ExtractorUsage)
 		}
 	}

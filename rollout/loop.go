@@ -179,7 +179,7 @@ type Trajectory struct {
 	// Time spent in each stage, in total.
 	Judge, Retrieve, Extract, Read time.Duration
 	// Tokens used by each role, in total.
-	JudgeUsage, ExtractorUsage, ReaderUsage Usage
+	JudgeUsage, ExtractorUsage, ReaderUsage data.Usage
 }
 
 // Counts are the loop's tallies for one question.
@@ -416,7 +416,7 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 
 // recordExtraction records an extraction (or compression) call that took
 // d in the trajectory's counts and in the state it produces.
-func (l *loop) recordExtraction(res Call, d time.Duration) {
+func (l *loop) recordExtraction(res data.Call, d time.Duration) {
 	next := &l.next
 	l.tr.Counts.ExtractorCalls++
 	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)

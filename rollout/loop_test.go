@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve"
 )
 
@@ -48,27 +49,27 @@ func (r *fakeRetriever) Search(ctx context.Context, q retrieve.Query) ([]retriev
 
 // scriptedJudge returns its script's results in turn, repeating the last.
 type scriptedJudge struct {
-	script   []JudgeResult
+	script   []judge.Result
 	err      error
 	errAt    int // call at which err is returned (0-based)
 	contexts []string
 }
 
-func (j *scriptedJudge) Judge(_ context.Context, _ string, c data.Context) (JudgeResult, error) {
+func (j *scriptedJudge) Judge(_ context.Context, _ string, c data.Context) (judge.Result, error) {
 	n := len(j.contexts)
 	j.contexts = append(j.contexts, c.Render())
 	if j.err != nil && n == j.errAt {
-		return JudgeResult{}, j.err
+		return judge.Result{}, j.err
 	}
 	return j.script[min(n, len(j.script)-1)], nil
 }
 
-func insufficient(gaps ...data.GapItem) JudgeResult {
-	return JudgeResult{Verdict: data.Verdict{GapItems: gaps}, Call: Call{Raw: "insufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: Usage{10, 2}}}
+func insufficient(gaps ...data.GapItem) judge.Result {
+	return judge.Result{Verdict: data.Verdict{GapItems: gaps}, Call: data.Call{Raw: "insufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: data.Usage{PromptTokens: 10, CompletionTokens: 2}}}
 }
 
-func sufficient() JudgeResult {
-	return JudgeResult{Verdict: data.Verdict{Sufficient: true}, Call: Call{Raw: "sufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: Usage{10, 2}}}
+func sufficient() judge.Result {
+	return judge.Result{Verdict: data.Verdict{Sufficient: true}, Call: data.Call{Raw: "sufficient", Model: "judge-model", TemplateHash: "judge-hash", Usage: data.Usage{PromptTokens: 10, CompletionTokens: 2}}}
 }
 
 // extractCall is what a fake extractor was given.
@@ -90,7 +91,7 @@ func (x *funcExtractor) Extract(_ context.Context, _ string, gaps []data.GapItem
 	if x.err != nil {
 		return ExtractResult{}, x.err
 	}
-	res := ExtractResult{Call: Call{Model: "extractor-model", TemplateHash: "extractor-hash", Usage: Usage{20, 4}}}
+	res := ExtractResult{Call: data.Call{Model: "extractor-model", TemplateHash: "extractor-hash", Usage: data.Usage{PromptTokens: 20, CompletionTokens: 4}}}
 	if x.choose != nil {
 		r := x.choose(len(x.calls)-1, sentences)
 		r.Call.Model, r.Call.TemplateHash, r.Call.Usage = res.Model, res.TemplateHash, res.Usage
@@ -117,7 +118,7 @@ func (r *fakeReader) Answer(_ context.Context, _ string, c data.Context) (ReadRe
 	if r.err != nil {
 		return ReadResult{}, r.err
 	}
-	return ReadResult{Answer: "answer", Call: Call{Raw: "Answer: answer", Model: "reader-model", TemplateHash: "reader-hash", Usage: Usage{30, 6}}}, nil
+	return ReadResult{Answer: "answer", Call: data.Call{Raw: "Answer: answer", Model: "reader-model", TemplateHash: "reader-hash", Usage: data.Usage{PromptTokens: 30, CompletionTokens: 6}}}, nil
 }
 
 // corpus makes n passages with ids d0..d(n-1), titles T0..T(n-1) and three
@@ -143,7 +144,7 @@ type fakes struct {
 	retriever *fakeRetriever
 }
 
-func newFakes(script ...JudgeResult) *fakes {
+func newFakes(script ...judge.Result) *fakes {
 	return &fakes{
 		judge:     &scriptedJudge{script: script},
 		extractor: &funcExtractor{},
@@ -252,20 +253,20 @@ func TestLoopQueries(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     Options
-		script   []JudgeResult
+		script   []judge.Result
 		want     []string
 		wantGaps int // gap items the extractor saw in the first round
 	}{
 		{
 			name:     "first three gaps",
-			script:   []JudgeResult{insufficient(gaps...), insufficient(), sufficient()},
+			script:   []judge.Result{insufficient(gaps...), insufficient(), sufficient()},
 			want:     []string{"Who is T? A a B b the C", "Who is T?"},
 			wantGaps: 3,
 		},
 		{
 			name:     "first gap only",
 			opts:     Options{FirstGapOnly: true},
-			script:   []JudgeResult{insufficient(gaps[2:]...), sufficient()},
+			script:   []judge.Result{insufficient(gaps[2:]...), sufficient()},
 			want:     []string{"Who is T? the C"},
 			wantGaps: 2,
 		},
@@ -295,21 +296,21 @@ func TestLoopPolicies(t *testing.T) {
 	tests := []struct {
 		name         string
 		opts         Options
-		script       []JudgeResult
+		script       []judge.Result
 		wantStates   int
 		wantOverride []bool
 		wantSuff     []bool
 	}{
 		{
 			name:         "t=0 override retrieves once then stops",
-			script:       []JudgeResult{sufficient()},
+			script:       []judge.Result{sufficient()},
 			wantStates:   2,
 			wantOverride: []bool{true, false},
 			wantSuff:     []bool{true, true},
 		},
 		{
 			name:         "early stop at the first sufficient verdict",
-			script:       []JudgeResult{insufficient(), insufficient(), sufficient(), insufficient()},
+			script:       []judge.Result{insufficient(), insufficient(), sufficient(), insufficient()},
 			wantStates:   3,
 			wantOverride: []bool{false, false, false},
 			wantSuff:     []bool{false, false, true},
@@ -317,14 +318,14 @@ func TestLoopPolicies(t *testing.T) {
 		{
 			name:         "fixed runs the whole budget and records every verdict",
 			opts:         Options{Policy: Fixed},
-			script:       []JudgeResult{sufficient(), insufficient(), sufficient(), insufficient(), sufficient()},
+			script:       []judge.Result{sufficient(), insufficient(), sufficient(), insufficient(), sufficient()},
 			wantStates:   5,
 			wantOverride: []bool{false, false, false, false, false},
 			wantSuff:     []bool{true, false, true, false, true},
 		},
 		{
 			name:         "budget exhausted",
-			script:       []JudgeResult{insufficient()},
+			script:       []judge.Result{insufficient()},
 			wantStates:   5,
 			wantOverride: []bool{false, false, false, false, false},
 			wantSuff:     []bool{false, false, false, false, false},
@@ -332,7 +333,7 @@ func TestLoopPolicies(t *testing.T) {
 		{
 			name:         "smaller budget",
 			opts:         Options{MaxRetrievals: 2},
-			script:       []JudgeResult{insufficient()},
+			script:       []judge.Result{insufficient()},
 			wantStates:   3,
 			wantOverride: []bool{false, false, false},
 			wantSuff:     []bool{false, false, false},
@@ -340,7 +341,7 @@ func TestLoopPolicies(t *testing.T) {
 		{
 			name:         "fixed with a budget of one",
 			opts:         Options{Policy: Fixed, MaxRetrievals: 1},
-			script:       []JudgeResult{sufficient()},
+			script:       []judge.Result{sufficient()},
 			wantStates:   2,
 			wantOverride: []bool{false, false},
 			wantSuff:     []bool{true, true},
@@ -395,9 +396,9 @@ func contexts(tr Trajectory) []string {
 }
 
 func TestLoopJudgeParseFailure(t *testing.T) {
-	bad := JudgeResult{
+	bad := judge.Result{
 		Verdict: data.Verdict{Sufficient: true, GapItems: []data.GapItem{{Target: "ignored"}}},
-		Call:    Call{Raw: "I think so", ParseError: "no JSON object", Model: "m"},
+		Call:    data.Call{Raw: "I think so", ParseError: "no JSON object", Model: "m"},
 	}
 	f := newFakes(bad, sufficient())
 	tr := run(t, f, Options{})
@@ -637,7 +638,7 @@ func TestLoopExtractorIDs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakes(insufficient(), sufficient())
 			f.extractor.choose = func(int, []Numbered) ExtractResult {
-				return ExtractResult{IDs: tt.ids, Call: Call{Raw: "raw", ParseError: tt.parseError}}
+				return ExtractResult{IDs: tt.ids, Call: data.Call{Raw: "raw", ParseError: tt.parseError}}
 			}
 			tr := run(t, f, Options{MaxEvidence: tt.max})
 			st := tr.States[1]
@@ -758,9 +759,9 @@ func TestLoopRecords(t *testing.T) {
 		{"reader output", last.ReaderOutput, "Answer: answer"},
 		{"answer", last.Answer, "answer"},
 		{"reader tokens", [2]int64{last.ReaderPromptTokens, last.ReaderCompletionTokens}, [2]int64{30, 6}},
-		{"judge usage", tr.JudgeUsage, Usage{20, 4}},
-		{"extractor usage", tr.ExtractorUsage, Usage{20, 4}},
-		{"reader usage", tr.ReaderUsage, Usage{30, 6}},
+		{"judge usage", tr.JudgeUsage, data.Usage{PromptTokens: 20, CompletionTokens: 4}},
+		{"extractor usage", tr.ExtractorUsage, data.Usage{PromptTokens: 20, CompletionTokens: 4}},
+		{"reader usage", tr.ReaderUsage, data.Usage{PromptTokens: 30, CompletionTokens: 6}},
 	}
 	for _, c := range checks {
 		if diff := cmp.Diff(c.want, c.got); diff != "" {
@@ -850,9 +851,9 @@ func TestLoopErrors(t *testing.T) {
 // whose request was cancelled does.
 type cancellingJudge struct{ cancel context.CancelFunc }
 
-func (j cancellingJudge) Judge(ctx context.Context, _ string, _ data.Context) (JudgeResult, error) {
+func (j cancellingJudge) Judge(ctx context.Context, _ string, _ data.Context) (judge.Result, error) {
 	j.cancel()
-	return JudgeResult{}, fmt.Errorf("post: %w", ctx.Err())
+	return judge.Result{}, fmt.Errorf("post: %w", ctx.Err())
 }
 
 func TestLoopCancelled(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 // The prompts of the model-backed extractor and reader, written for this
 // project from the facts of the method (METHOD steps 2 and 5). The judge's
-// prompt is data.JudgePrompt, the one rendering of (question, evidence)
+// prompt is judge.Prompt, the one rendering of (question, evidence)
 // shared with the teacher and SFT export. Changing any text below changes
 // ExtractorTemplateHash or ReaderTemplateHash, which every recorded output
 // of those roles carries.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 )
 
 // promptQuestion, promptContext, promptGaps and promptSentences are the
@@ -150,7 +151,7 @@ func TestReaderPrompt(t *testing.T) {
 
 func TestTemplateHashes(t *testing.T) {
 	hashes := map[string]string{
-		"judge":     data.JudgeTemplateHash,
+		"judge":     judge.TemplateHash,
 		"extractor": ExtractorTemplateHash,
 		"reader":    ReaderTemplateHash,
 	}

@@ -5,13 +5,14 @@ import (
 	"strconv"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve"
 )
 
-// Judge reads a question and its evidence context and says whether the
-// evidence suffices and, if not, what is missing.
+// Judge is what the loop needs of the judge: every judge.Judge is one, with
+// the contract written in package judge.
 type Judge interface {
-	Judge(ctx context.Context, question string, c data.Context) (JudgeResult, error)
+	Judge(ctx context.Context, question string, c data.Context) (judge.Result, error)
 }
 
 // Extractor points at the evidence sentences worth keeping: given the
@@ -35,7 +36,8 @@ type Retriever interface {
 
 // Roles are the parts the loop runs: the three roles and the retriever.
 //
-// Every Judge, Extractor and Reader meets the same contract:
+// Every Judge, Extractor and Reader meets the same contract (the judge's
+// is written on judge.Judge, and says the same):
 //
 //   - It is safe for concurrent use by many goroutines (a rollout runs
 //     questions in parallel with the same roles) and does not modify its
@@ -65,45 +67,17 @@ type Roles struct {
 	Retriever  Retriever
 }
 
-// Call records one role call for the trajectory: the raw output, why it
-// could not be parsed (empty when it could), which model answered, the hash
-// of the prompt template it was given, and the tokens it used.
-type Call struct {
-	Raw          string
-	ParseError   string
-	Model        string
-	TemplateHash string
-	Usage        Usage
-}
-
-// Usage counts the tokens of a call.
-type Usage struct {
-	PromptTokens     int64
-	CompletionTokens int64
-}
-
-// Add returns the sum of two usages.
-func (u Usage) Add(o Usage) Usage {
-	return Usage{PromptTokens: u.PromptTokens + o.PromptTokens, CompletionTokens: u.CompletionTokens + o.CompletionTokens}
-}
-
-// JudgeResult is a judge's output. Verdict is ignored when ParseError is set.
-type JudgeResult struct {
-	Verdict data.Verdict
-	Call
-}
-
 // ExtractResult is an extractor's output: the sentence ids it gave, in its
 // order, unchecked (the loop drops invalid, repeated and surplus ids).
 type ExtractResult struct {
 	IDs []int
-	Call
+	data.Call
 }
 
 // ReadResult is a reader's output: the answer, without any "Answer:" prefix.
 type ReadResult struct {
 	Answer string
-	Call
+	data.Call
 }
 
 // Numbered is one sentence of a retrieved document as the extractor is

@@ -15,7 +15,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/eval"
-	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -41,12 +41,12 @@ func benchCommand() *cli.Command {
 		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
 		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
-		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judgeKinds, ", ")},
+		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judge.Kinds(), ", ")},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 		&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1 (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
 		&cli.PathFlag{Name: "judge-from", Usage: "use the judge distill train handed back in `DIR` (its model.json)"},
 		&cli.BoolFlag{Name: "allow-template-mismatch", Usage: "use a trained judge whose prompt template differs from this build's"},
-		&cli.StringFlag{Name: "base-judge", Value: "lexical", Usage: "the untuned judge of no-sft: " + strings.Join(judgeKinds, ", ")},
+		&cli.StringFlag{Name: "base-judge", Value: "lexical", Usage: "the untuned judge of no-sft: " + strings.Join(judge.Kinds(), ", ")},
 		&cli.StringFlag{Name: "base-judge-model", Usage: "base judge model (--base-judge llm)"},
 		&cli.StringFlag{Name: "base-judge-base-url", Usage: "base judge server `URL` (--base-judge llm)"},
 		&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
@@ -288,19 +288,14 @@ type benchModels struct {
 	c         *cli.Context
 	retriever rollout.Retriever
 	prices    map[string]llm.Price
-	judge     judgeSpec
-	base      judgeSpec
+	// judge and base are the resolved specs of --judge (or --judge-from)
+	// and --base-judge, opened once per variant.
+	judge, base judge.Spec
 
 	mu     sync.Mutex
 	inner  map[string]llm.Chatter
 	meters map[string][]*llm.Meter
 	setups map[string]eval.Setup
-}
-
-// judgeSpec is a judge as the flags name it.
-type judgeSpec struct {
-	role, kind, model, baseURL string
-	builtin                    *rollout.LinearJudge
 }
 
 func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, error) {
@@ -310,10 +305,10 @@ func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, 
 	}
 	m := &benchModels{c: c, retriever: retriever, prices: prices, inner: map[string]llm.Chatter{},
 		meters: map[string][]*llm.Meter{}, setups: map[string]eval.Setup{}}
-	if m.judge, err = judgeFlags(c, "judge"); err != nil {
+	if m.judge, err = benchJudgeSpec(c, "judge"); err != nil {
 		return nil, err
 	}
-	if m.base, err = judgeFlags(c, "base-judge"); err != nil {
+	if m.base, err = benchJudgeSpec(c, "base-judge"); err != nil {
 		return nil, err
 	}
 	for _, role := range []string{"extractor", "reader"} {
@@ -331,50 +326,23 @@ func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, 
 	return m, nil
 }
 
-// judgeFlags reads --judge (or --base-judge) and its model flags, and
-// --judge-from for the judge.
-func judgeFlags(c *cli.Context, role string) (judgeSpec, error) {
-	s := judgeSpec{role: role, kind: c.String(role), model: c.String(role + "-model"), baseURL: c.String(role + "-base-url")}
-	if role == "judge" && c.Path("judge-from") != "" {
+// benchJudgeSpec reads --judge (or --base-judge) and its model flags, and
+// --judge-from for the judge, and resolves them, so that a bad judge is a
+// usage error before any variant runs.
+func benchJudgeSpec(c *cli.Context, flag string) (judge.Spec, error) {
+	s := judgeFlagSpec(c, flag)
+	s.AllowTemplateMismatch = c.Bool("allow-template-mismatch")
+	if flag == "judge" && c.Path("judge-from") != "" {
 		if c.IsSet("judge") {
 			return s, usageErrorf("bench: give --judge or --judge-from, not both")
 		}
-		h, err := finetune.ReadHandback(c.Path("judge-from"))
-		if err != nil {
-			return s, usageErrorf("bench: --judge-from: %w", err)
-		}
-		if h.TemplateHash != data.JudgeTemplateHash && !c.Bool("allow-template-mismatch") {
-			return s, usageErrorf("bench: the judge in %s was trained on prompt template %.12s, this build's judge template is %.12s: its scores would not mean what they seem (--allow-template-mismatch to use it anyway)",
-				c.Path("judge-from"), h.TemplateHash, data.JudgeTemplateHash)
-		}
-		switch {
-		case h.ModelFile != "":
-			s.kind = builtinJudgePrefix + h.ModelFile
-		case h.FineTunedModel != "":
-			s.kind, s.model = "llm", h.FineTunedModel
-		case h.AdapterDir != "":
-			s.kind, s.model = "llm", finetune.AdapterName
-			if s.baseURL == "" {
-				return s, usageErrorf("bench: the judge in %s is a LoRA adapter: serve it (%s) and give --judge-base-url", c.Path("judge-from"), h.Serve)
-			}
-		}
+		s.Kind, s.From = "", c.Path("judge-from")
 	}
-	switch {
-	case strings.HasPrefix(s.kind, builtinJudgePrefix):
-		j, err := loadBuiltinJudge(strings.TrimPrefix(s.kind, builtinJudgePrefix))
-		if err != nil {
-			return s, usageErrorf("bench: --%s %s: %w", role, s.kind, err)
-		}
-		if h := j.TemplateHash(); h != "" && h != data.JudgeTemplateHash && !c.Bool("allow-template-mismatch") {
-			return s, usageErrorf("bench: --%s %s was trained on labels of prompt template %.12s, not this build's %.12s (--allow-template-mismatch to use it anyway)", role, s.kind, h, data.JudgeTemplateHash)
-		}
-		s.builtin = j
-	case !slices.Contains(judgeKinds, s.kind):
-		return s, usageErrorf("bench: unknown --%s %q (want %s)", role, s.kind, strings.Join(judgeKinds, ", "))
-	case s.kind == "llm" && s.model == "":
-		return s, usageErrorf("bench: --%s llm needs --%s-model", role, role)
+	r, err := judge.Resolve(s)
+	if err != nil {
+		return s, judgeError("bench", flag, err)
 	}
-	return s, nil
+	return r, nil
 }
 
 // chatter returns a variant's Chatter for one role: the role's shared
@@ -403,22 +371,16 @@ func (m *benchModels) chatter(variant, role, model, baseURL string) (llm.Chatter
 	return meter, nil
 }
 
-func (m *benchModels) judgeOf(variant string, s judgeSpec) (rollout.Judge, error) {
-	switch {
-	case s.builtin != nil:
-		return s.builtin, nil
-	case s.kind == "lexical":
-		return rollout.LexicalJudge{}, nil
-	case s.kind == "never":
-		return rollout.Never{}, nil
-	case s.kind == "always":
-		return rollout.Always{}, nil
-	}
-	ch, err := m.chatter(variant, s.role, s.model, s.baseURL)
+// judgeOf opens a variant's judge of --FLAG, with the role's shared model
+// stack accounted for the variant.
+func (m *benchModels) judgeOf(variant, flag string, s judge.Spec) (rollout.Judge, error) {
+	j, err := judge.Open(s, func(model, baseURL string) (llm.Chatter, error) {
+		return m.chatter(variant, flag, model, baseURL)
+	})
 	if err != nil {
-		return nil, err
+		return nil, judgeError("bench", flag, err)
 	}
-	return rollout.NewLLMJudge(ch, s.model), nil
+	return j, nil
 }
 
 // setup returns a variant's setup, built once.
@@ -432,10 +394,10 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 	s := eval.Setup{Retriever: m.retriever, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{},
 		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{}}
 	var err error
-	if s.Judge, err = m.judgeOf(variant, m.judge); err != nil {
+	if s.Judge, err = m.judgeOf(variant, "judge", m.judge); err != nil {
 		return s, err
 	}
-	if s.BaseJudge, err = m.judgeOf(variant, m.base); err != nil {
+	if s.BaseJudge, err = m.judgeOf(variant, "base-judge", m.base); err != nil {
 		return s, err
 	}
 	if c.String("extractor") == "llm" {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/eval"
-	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 )
 
 // TestBenchOffline benchmarks the sample with the built-in components and
@@ -54,13 +54,13 @@ func TestBenchOffline(t *testing.T) {
 	}
 
 	// A judge trained on another prompt template is refused.
-	h, err := finetune.ReadHandback("judge")
+	h, err := judge.ReadHandback("judge")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.TemplateHash = strings.Repeat("0", 64)
 	b, _ := json.Marshal(h)
-	if err := os.WriteFile(filepath.Join("judge", finetune.ModelFile), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("judge", judge.HandbackFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r = runDistill(t, "--quiet", "bench", "--limit", "5", "--judge-from", "judge", "--out", "refused")
@@ -71,9 +71,58 @@ func TestBenchOffline(t *testing.T) {
 	if r.code != 0 {
 		t.Errorf("with --allow-template-mismatch: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// A hand-back that names no judge is refused, not replaced by the
+	// default --judge.
+	h.ModelFile = ""
+	b, _ = json.Marshal(h)
+	if err := os.WriteFile(filepath.Join("judge", judge.HandbackFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runDistill(t, "--quiet", "bench", "--limit", "5", "--judge-from", "judge", "--out", "nothing", "--allow-template-mismatch")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "names no trained judge") {
+		t.Errorf("hand-back without a judge: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = runDistill(t, "--quiet", "bench", "--variants", "full,bogus", "--out", "x")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "bogus") {
 		t.Errorf("unknown variant: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestBenchJudgeUsageErrors: judges that cannot be opened are usage
+// errors, reported before anything runs, in the flags' words.
+func TestBenchJudgeUsageErrors(t *testing.T) {
+	t.Chdir(t.TempDir())
+	adapter := judge.Handback{Backend: "local", AdapterDir: "/runs/lora/adapter", TemplateHash: judge.TemplateHash,
+		Serve: "vllm serve base --enable-lora --lora-modules s2g-judge=/runs/lora/adapter"}
+	if err := os.Mkdir("lora", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := judge.WriteHandback("lora", adapter); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		inStderr string
+	}{
+		{"unknown judge", []string{"--judge", "oracle"}, `unknown --judge "oracle" (want lexical, never, always, llm, builtin:PATH)`},
+		{"unknown base judge", []string{"--base-judge", "oracle"}, `unknown --base-judge "oracle"`},
+		{"llm without model", []string{"--base-judge", "llm"}, "--base-judge llm needs --base-judge-model"},
+		{"missing model file", []string{"--judge", "builtin:nowhere.json"}, "--judge builtin:nowhere.json: open nowhere.json"},
+		{"judge and judge-from", []string{"--judge", "never", "--judge-from", "lora"}, "give --judge or --judge-from, not both"},
+		{"missing hand-back", []string{"--judge-from", "nowhere"}, "--judge-from: open " + filepath.Join("nowhere", judge.HandbackFile)},
+		{"adapter not served", []string{"--judge-from", "lora"}, "is a LoRA adapter: serve it (" + adapter.Serve + ") and give --judge-base-url"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runDistill(t, append([]string{"--quiet", "bench", "--out", "x"}, tc.args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.inStderr) || r.stdout != "" {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", r.code, r.stdout, r.stderr, exitUsage, tc.inStderr)
+			}
+		})
+	}
+	if _, err := os.Stat("x"); err == nil {
+		t.Error("a refused benchmark wrote its output")
 	}
 }
 

@@ -13,7 +13,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/finetune/builtin"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
@@ -23,9 +23,9 @@ import (
 // defaultSampleOut is where a rollout of the bundled sample goes without --out.
 const defaultSampleOut = "runs/rollout-sample"
 
-// The implementations each role flag can name.
+// The implementations the extractor and reader flags can name; the
+// judge's are judge.Kinds.
 var (
-	judgeKinds     = []string{"lexical", "never", "always", "llm", builtinJudgePrefix + "PATH"}
 	extractorKinds = []string{"lexical", "llm"}
 	readerKinds    = []string{"lexical", "llm"}
 )
@@ -68,7 +68,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "run only the first `N` unique questions (0: all)"},
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id; 0 <= i < n)"},
-			&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "judge: " + strings.Join(judgeKinds, ", ")},
+			&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "judge: " + strings.Join(judge.Kinds(), ", ")},
 			&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 			&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1; several, comma-separated, are replicas to spread requests over (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
 			&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
@@ -227,16 +227,29 @@ type wiredRoles struct {
 // It is the one place where roles are wired: an "llm" role gets its own
 // model client stack (limits, retries, cache, accounting) whose Meter feeds
 // the usage and cost in run.json; its key comes from DISTILL_<ROLE>_API_KEY
-// or OPENAI_API_KEY.
+// or OPENAI_API_KEY. Every flag is checked before any client is made.
 func newRoles(c *cli.Context) (wiredRoles, error) {
 	var w wiredRoles
-	for i, role := range []string{"judge", "extractor", "reader"} {
-		kind, model, baseURL := c.String(role), c.String(role+"-model"), c.String(role+"-base-url")
-		w.info[i] = runner.Role{Name: kind, Model: model, BaseURL: baseURL}
-		kinds := map[string][]string{"judge": judgeKinds, "extractor": extractorKinds, "reader": readerKinds}[role]
-		if role == "judge" && strings.HasPrefix(kind, builtinJudgePrefix) {
-			kind = builtinJudgePrefix + "PATH"
+	// A rollout runs whatever trained judge it is given: it records the
+	// judge's model and template in every row, and has never refused one
+	// trained on another template (bench does, --allow-template-mismatch).
+	spec := judgeFlagSpec(c, "judge")
+	spec.AllowTemplateMismatch = true
+	w.info[0] = runner.Role{Name: spec.Kind, Model: spec.Model, BaseURL: spec.BaseURL}
+	spec, err := judge.Resolve(spec)
+	if err != nil {
+		return w, judgeError("rollout", "judge", err)
+	}
+	if kind := c.String("judge"); kind != "llm" && (spec.Model != "" || spec.BaseURL != "") {
+		if strings.HasPrefix(kind, judge.BuiltinPrefix) {
+			kind = judge.BuiltinPrefix + "PATH"
 		}
+		return w, usageErrorf("rollout: --judge-model and --judge-base-url are for --judge llm, not %s", kind)
+	}
+	for i, role := range []string{"extractor", "reader"} {
+		kind, model, baseURL := c.String(role), c.String(role+"-model"), c.String(role+"-base-url")
+		w.info[i+1] = runner.Role{Name: kind, Model: model, BaseURL: baseURL}
+		kinds := map[string][]string{"extractor": extractorKinds, "reader": readerKinds}[role]
 		switch {
 		case !slices.Contains(kinds, kind):
 			return w, usageErrorf("rollout: unknown --%s %q (want %s)", role, kind, strings.Join(kinds, ", "))
@@ -251,42 +264,28 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 		return w, err
 	}
 	var meters []*llm.Meter
-	stack := func(role string) (llm.Chatter, string, error) {
-		model := c.String(role + "-model")
-		client, err := newModelClient(c, role, model, c.String(role+"-base-url"))
+	stack := func(role, model, baseURL string) (llm.Chatter, error) {
+		client, err := newModelClient(c, role, model, baseURL)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		meter, err := newModelStack(c, client, prices)
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		meters = append(meters, meter)
-		return meter, model, nil
+		return meter, nil
 	}
-	switch c.String("judge") {
-	case "lexical":
-		w.roles.Judge = rollout.LexicalJudge{}
-	case "never":
-		w.roles.Judge = rollout.Never{}
-	case "always":
-		w.roles.Judge = rollout.Always{}
-	case "llm":
-		ch, model, err := stack("judge")
-		if err != nil {
-			return w, err
-		}
-		w.roles.Judge = rollout.NewLLMJudge(ch, model)
-	default: // builtin:PATH, checked above
-		j, err := loadBuiltinJudge(strings.TrimPrefix(c.String("judge"), builtinJudgePrefix))
-		if err != nil {
-			return w, usageErrorf("rollout: --judge %s: %w", c.String("judge"), err)
-		}
-		w.roles.Judge = j
+	w.roles.Judge, err = judge.Open(spec, func(model, baseURL string) (llm.Chatter, error) {
+		return stack("judge", model, baseURL)
+	})
+	if err != nil {
+		return w, judgeError("rollout", "judge", err)
 	}
 	w.roles.Extractor = rollout.LexicalExtractor{}
 	if c.String("extractor") == "llm" {
-		ch, model, err := stack("extractor")
+		model := c.String("extractor-model")
+		ch, err := stack("extractor", model, c.String("extractor-base-url"))
 		if err != nil {
 			return w, err
 		}
@@ -294,7 +293,8 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	}
 	w.roles.Reader = rollout.LexicalReader{}
 	if c.String("reader") == "llm" {
-		ch, model, err := stack("reader")
+		model := c.String("reader-model")
+		ch, err := stack("reader", model, c.String("reader-base-url"))
 		if err != nil {
 			return w, err
 		}
@@ -404,20 +404,4 @@ func rounds(h map[int]int) string {
 		return "-"
 	}
 	return strings.Join(parts, ", ")
-}
-
-// builtinJudgePrefix starts a --judge value naming a trained built-in judge.
-const builtinJudgePrefix = "builtin:"
-
-// loadBuiltinJudge loads the built-in judge of a model file, or of the
-// training directory that holds it.
-func loadBuiltinJudge(path string) (*rollout.LinearJudge, error) {
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		path = filepath.Join(path, builtin.ModelFile)
-	}
-	m, err := rollout.LoadLinearModel(path)
-	if err != nil {
-		return nil, err
-	}
-	return rollout.NewLinearJudge(m, path)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 )
 
 // The backends --backend can name.
@@ -281,7 +282,7 @@ func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
 		if err != nil {
 			return err
 		}
-		if err := finetune.WriteHandback(job.Dir, h); err != nil {
+		if err := judge.WriteHandback(job.Dir, h); err != nil {
 			return err
 		}
 		for _, r := range [][2]string{{"fine-tuned model", h.FineTunedModel}, {"adapter", h.AdapterDir}, {"model file", h.ModelFile}} {
@@ -295,7 +296,7 @@ func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
 		if h.Serve != "" {
 			rows = append(rows, [2]any{"serve", h.Serve})
 		}
-		rows = append(rows, [2]any{"use", h.Use}, [2]any{"hand-back", filepath.Join(job.Dir, finetune.ModelFile)})
+		rows = append(rows, [2]any{"use", h.Use}, [2]any{"hand-back", filepath.Join(job.Dir, judge.HandbackFile)})
 	}
 	return printCounts(c.App.Writer, rows)
 }

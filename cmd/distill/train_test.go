@@ -11,9 +11,8 @@ import (
 
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/finetune/builtin"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm/llmtest"
-	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
@@ -52,7 +51,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "--judge builtin:") {
 		t.Fatalf("train: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	h, err := finetune.ReadHandback("judge")
+	h, err := judge.ReadHandback("judge")
 	if err != nil || h.ModelFile == "" || h.Metrics["val_accuracy"] < 0.8 || h.TemplateHash == "" || h.DataHash == "" {
 		t.Fatalf("model.json %+v, %v", h, err)
 	}
@@ -62,7 +61,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 		t.Fatalf("rollout with the trained judge: exit %d, stderr %q", r.code, r.stderr)
 	}
 	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions))
-	if !strings.HasPrefix(rows[0].JudgeModel, rollout.LinearJudgePrefix) {
+	if !strings.HasPrefix(rows[0].JudgeModel, judge.LinearPrefix) {
 		t.Errorf("judge model %q, want the trained judge", rows[0].JudgeModel)
 	}
 
@@ -84,7 +83,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 	if r.code != exitUsage {
 		t.Errorf("rollout with a missing judge file: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if _, err := builtin.Load(h.ModelFile); err != nil {
+	if _, err := judge.LoadLinear(h.ModelFile); err != nil {
 		t.Error(err)
 	}
 }
@@ -152,7 +151,7 @@ func TestTrainOpenAI(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
 		t.Fatalf("train: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	h, err := finetune.ReadHandback("ft")
+	h, err := judge.ReadHandback("ft")
 	if err != nil || !strings.HasPrefix(h.FineTunedModel, "ft:gpt-4o-mini") || !strings.Contains(h.Use, h.FineTunedModel) {
 		t.Fatalf("model.json %+v, %v", h, err)
 	}
@@ -209,8 +208,12 @@ func TestTrainLocalCancelAndReattach(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") || !strings.Contains(r.stdout, "vllm serve") {
 		t.Fatalf("re-attach: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	h, err := finetune.ReadHandback("fast")
-	if err != nil || h.AdapterDir == "" || h.Hyperparameters == nil || h.Hyperparameters.LoRARank != 16 {
+	h, err := judge.ReadHandback("fast")
+	var hp finetune.Hyperparameters
+	if err == nil && len(h.Hyperparameters) > 0 {
+		err = json.Unmarshal(h.Hyperparameters, &hp)
+	}
+	if err != nil || h.AdapterDir == "" || len(h.Hyperparameters) == 0 || hp.LoRARank != 16 {
 		t.Errorf("model.json %+v, %v", h, err)
 	}
 	rec, err := finetune.LoadRecord("fast")

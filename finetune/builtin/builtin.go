@@ -1,7 +1,7 @@
 // Package builtin is the fine-tuning backend that trains on this CPU in
 // seconds: a logistic regression over lexical features of (question,
-// evidence) (rollout.JudgeFeatures) that predicts sufficiency, written as a
-// rollout.LinearModel that `--judge builtin:PATH` loads. It is a baseline:
+// evidence) that predicts sufficiency, written as a judge.LinearModel that
+// `--judge builtin:PATH` loads (judge.LoadLinear). It is a baseline:
 // it makes the whole chain (rollout, label, filter, train, bench) run
 // offline, and lets the "with versus without training" comparison be
 // measured without a GPU. Its gap items come from the lexical judge.
@@ -20,14 +20,16 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/internal/lexical"
+	"github.com/distill-rag/distill/judge"
 )
 
 // Name is the backend's name.
 const Name = "builtin"
 
-// ModelFile is where a job's model goes, under the job directory.
-const ModelFile = "builtin-judge.json"
+// ModelFile is where a job's model goes, under the job directory: where
+// judge.LoadLinear looks for it in a training directory.
+const ModelFile = judge.LinearModelFile
 
 // LogFile is the job's log, under the job directory.
 const LogFile = "train.log"
@@ -114,7 +116,7 @@ func readSet(ctx context.Context, path string) (set, error) {
 			if l.DropRule != "" || l.Failure != "" {
 				return fmt.Errorf("%s: state %s round %d is not a kept label: give the output of distill filter", path, l.QuestionID, l.Round)
 			}
-			s.x = append(s.x, rollout.JudgeFeatures(l.Question, l.Evidence))
+			s.x = append(s.x, lexical.Features(l.Question, l.Evidence))
 			y := 0.0
 			if l.Sufficient {
 				y = 1
@@ -127,21 +129,21 @@ func readSet(ctx context.Context, path string) (set, error) {
 }
 
 // train fits the model and measures it.
-func train(ctx context.Context, job finetune.Job, logf func(string, ...any)) (rollout.LinearModel, map[string]float64, error) {
+func train(ctx context.Context, job finetune.Job, logf func(string, ...any)) (judge.LinearModel, map[string]float64, error) {
 	if job.Labels.Train == "" {
-		return rollout.LinearModel{}, nil, fmt.Errorf("%w: the job names no training labels", ErrData)
+		return judge.LinearModel{}, nil, fmt.Errorf("%w: the job names no training labels", ErrData)
 	}
 	tr, err := readSet(ctx, job.Labels.Train)
 	if err != nil {
-		return rollout.LinearModel{}, nil, err
+		return judge.LinearModel{}, nil, err
 	}
 	pos := 0
 	for _, y := range tr.y {
 		pos += int(y)
 	}
-	logf("train: %d examples, %d sufficient, %d features", len(tr.y), pos, len(rollout.LinearFeatureNames))
+	logf("train: %d examples, %d sufficient, %d features", len(tr.y), pos, len(lexical.FeatureNames()))
 	if pos == 0 || pos == len(tr.y) {
-		return rollout.LinearModel{}, nil, fmt.Errorf("%w: %d examples, %d of them sufficient: both classes are needed", ErrData, len(tr.y), pos)
+		return judge.LinearModel{}, nil, fmt.Errorf("%w: %d examples, %d of them sufficient: both classes are needed", ErrData, len(tr.y), pos)
 	}
 	m := standardise(tr)
 	iters, loss := fit(&m, tr, logf)
@@ -167,9 +169,10 @@ func train(ctx context.Context, job finetune.Job, logf func(string, ...any)) (ro
 }
 
 // standardise returns a model with the features' means and deviations.
-func standardise(s set) rollout.LinearModel {
-	n := len(rollout.LinearFeatureNames)
-	m := rollout.LinearModel{Version: rollout.LinearFeaturesVersion, Features: rollout.LinearFeatureNames,
+func standardise(s set) judge.LinearModel {
+	names := lexical.FeatureNames()
+	n := len(names)
+	m := judge.LinearModel{Version: lexical.FeaturesVersion, Features: names,
 		Mean: make([]float64, n), Std: make([]float64, n), Weights: make([]float64, n), Threshold: threshold}
 	for _, x := range s.x {
 		for j, v := range x {
@@ -196,7 +199,7 @@ func standardise(s set) rollout.LinearModel {
 
 // fit runs Newton's method on the L2-regularised logistic loss (the bias
 // unregularised) and returns the iterations and the final mean loss.
-func fit(m *rollout.LinearModel, s set, logf func(string, ...any)) (int, float64) {
+func fit(m *judge.LinearModel, s set, logf func(string, ...any)) (int, float64) {
 	n := len(m.Weights) + 1 // the bias last
 	z := make([][]float64, len(s.x))
 	for i, x := range s.x {
@@ -300,7 +303,7 @@ func solve(a [][]float64, b []float64) []float64 {
 
 // evaluate returns accuracy, precision, recall, F1 and the false positive
 // rate of the model on a set (sufficient is the positive class).
-func evaluate(m rollout.LinearModel, s set) map[string]float64 {
+func evaluate(m judge.LinearModel, s set) map[string]float64 {
 	var tp, fp, fn, tn float64
 	for i, x := range s.x {
 		pred := m.Probability(x) >= m.Threshold
@@ -326,13 +329,4 @@ func evaluate(m rollout.LinearModel, s set) map[string]float64 {
 		"accuracy": ratio(tp+tn, tp+fp+fn+tn), "precision": p, "recall": r, "f1": ratio(2*p*r, p+r),
 		"false_positive_rate": ratio(fp, fp+tn),
 	}
-}
-
-// Load returns the judge of a model file.
-func Load(path string) (*rollout.LinearJudge, error) {
-	m, err := rollout.LoadLinearModel(path)
-	if err != nil {
-		return nil, err
-	}
-	return rollout.NewLinearJudge(m, path)
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/finetunetest"
-	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/judge"
 )
 
 func TestConformance(t *testing.T) {
@@ -52,7 +52,7 @@ func TestTrainedJudgeLearns(t *testing.T) {
 	if err != nil || st.Status != finetune.StatusSucceeded {
 		t.Fatalf("train: %q %s, %v", st.Status, st.Message, err)
 	}
-	j, err := Load(job.Path(st.Result.ModelFile))
+	j, err := judge.LoadLinear(job.Path(st.Result.ModelFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestTrainedJudgeLearns(t *testing.T) {
 		if r.Verdict.Sufficient && len(r.Verdict.GapItems) > 0 {
 			t.Fatalf("sufficient with gap items: %+v", r.Verdict)
 		}
-		lx, _ := rollout.LexicalJudge{}.Judge(t.Context(), l.Question, c)
+		lx, _ := judge.Lexical{}.Judge(t.Context(), l.Question, c)
 		if lx.Verdict.Sufficient == l.Sufficient {
 			lexical++
 		}

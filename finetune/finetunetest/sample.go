@@ -10,6 +10,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -47,7 +48,7 @@ var sampleLabels = sync.OnceValues(func() (string, error) {
 	ro := filepath.Join(dir, "rollout")
 	if _, err := runner.Run(ctx, runner.Options{
 		Questions: runner.Slice(w.Questions),
-		Roles:     rollout.Roles{Judge: rollout.LexicalJudge{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x},
+		Roles:     rollout.Roles{Judge: judge.Lexical{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x},
 		Loop:      rollout.Options{Policy: rollout.Fixed},
 		Out:       ro,
 	}); err != nil {

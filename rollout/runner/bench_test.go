@@ -11,6 +11,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout"
@@ -27,14 +28,14 @@ func (r chatRoles) chat(ctx context.Context, prompt string) (llm.Response, error
 	return r.c.Chat(ctx, llm.Request{Messages: []llm.Message{{Role: "user", Content: prompt}}, MaxTokens: 64})
 }
 
-func (r chatRoles) Judge(ctx context.Context, question string, c data.Context) (rollout.JudgeResult, error) {
+func (r chatRoles) Judge(ctx context.Context, question string, c data.Context) (judge.Result, error) {
 	resp, err := r.chat(ctx, "Question: "+question+"\n\nEvidence:\n"+c.Render())
 	if err != nil {
-		return rollout.JudgeResult{}, err
+		return judge.Result{}, err
 	}
-	return rollout.JudgeResult{
+	return judge.Result{
 		Verdict: data.Verdict{GapItems: []data.GapItem{{Category: data.CategoryOther, Target: "Answer", Slot: "more"}}},
-		Call:    rollout.Call{Raw: resp.Content, Model: resp.Model, Usage: rollout.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)}},
+		Call:    data.Call{Raw: resp.Content, Model: resp.Model, Usage: data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)}},
 	}, nil
 }
 
@@ -47,7 +48,7 @@ func (r chatRoles) Extract(ctx context.Context, question string, _ []data.GapIte
 	if err != nil {
 		return rollout.ExtractResult{}, err
 	}
-	return rollout.ExtractResult{IDs: []int{1, 2}, Call: rollout.Call{Raw: resp.Content, Model: resp.Model}}, nil
+	return rollout.ExtractResult{IDs: []int{1, 2}, Call: data.Call{Raw: resp.Content, Model: resp.Model}}, nil
 }
 
 func (r chatRoles) Answer(ctx context.Context, question string, c data.Context) (rollout.ReadResult, error) {
@@ -55,7 +56,7 @@ func (r chatRoles) Answer(ctx context.Context, question string, c data.Context) 
 	if err != nil {
 		return rollout.ReadResult{}, err
 	}
-	return rollout.ReadResult{Answer: resp.Content, Call: rollout.Call{Raw: resp.Content, Model: resp.Model}}, nil
+	return rollout.ReadResult{Answer: resp.Content, Call: data.Call{Raw: resp.Content, Model: resp.Model}}, nil
 }
 
 // BenchmarkRolloutThroughput runs questions against the fault-free test
@@ -127,7 +128,7 @@ func TestMemoryFlat(t *testing.T) {
 	}
 	w := synth.Sample()
 	x := sampleIndex(t, w)
-	roles := rollout.Roles{Judge: rollout.LexicalJudge{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x}
+	roles := rollout.Roles{Judge: judge.Lexical{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x}
 	peak := func(n int) (uint64, Summary) {
 		qs := make([]data.Question, n)
 		for i := range qs {

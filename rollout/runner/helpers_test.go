@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/rollout"
 )
@@ -39,16 +40,16 @@ type fakeJudge struct {
 	after func(n int64)
 }
 
-func (j *fakeJudge) Judge(_ context.Context, question string, c data.Context) (rollout.JudgeResult, error) {
+func (j *fakeJudge) Judge(_ context.Context, question string, c data.Context) (judge.Result, error) {
 	n := j.calls.Add(1)
 	if j.after != nil {
 		defer j.after(n)
 	}
 	if k, ok := number(question, "fail at "); ok && c.Len() == k {
-		return rollout.JudgeResult{}, fmt.Errorf("model unreachable for %q", question)
+		return judge.Result{}, fmt.Errorf("model unreachable for %q", question)
 	}
 	need, _ := number(question, "needs ")
-	res := rollout.JudgeResult{Call: rollout.Call{Model: fakeJudgeModel, TemplateHash: "judge-v1", Usage: rollout.Usage{PromptTokens: 10, CompletionTokens: 2}}}
+	res := judge.Result{Call: data.Call{Model: fakeJudgeModel, TemplateHash: "judge-v1", Usage: data.Usage{PromptTokens: 10, CompletionTokens: 2}}}
 	if c.Len() >= need {
 		res.Verdict = data.Verdict{Sufficient: true}
 		res.Raw = `{"sufficient":true,"gap_items":[]}`
@@ -76,13 +77,13 @@ func number(s, prefix string) (int, bool) {
 type fakeExtractor struct{}
 
 func (fakeExtractor) Extract(_ context.Context, _ string, _ []data.GapItem, sentences []rollout.Numbered, _ int) (rollout.ExtractResult, error) {
-	return rollout.ExtractResult{IDs: []int{1}, Call: rollout.Call{Raw: `{"evidence_global_ids":[1]}`, Model: fakeExtractorModel, TemplateHash: "extractor-v1"}}, nil
+	return rollout.ExtractResult{IDs: []int{1}, Call: data.Call{Raw: `{"evidence_global_ids":[1]}`, Model: fakeExtractorModel, TemplateHash: "extractor-v1"}}, nil
 }
 
 type fakeReader struct{}
 
 func (fakeReader) Answer(_ context.Context, question string, c data.Context) (rollout.ReadResult, error) {
-	return rollout.ReadResult{Answer: "answer", Call: rollout.Call{Raw: "Answer: answer", Model: fakeReaderModel, TemplateHash: "reader-v1"}}, nil
+	return rollout.ReadResult{Answer: "answer", Call: data.Call{Raw: "Answer: answer", Model: fakeReaderModel, TemplateHash: "reader-v1"}}, nil
 }
 
 // fakeRetriever returns the first k passages of its corpus not excluded.

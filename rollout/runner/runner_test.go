@@ -17,6 +17,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
@@ -261,8 +262,8 @@ func TestRunAuthErrorIsSystemic(t *testing.T) {
 
 type judgeFunc func() error
 
-func (f judgeFunc) Judge(context.Context, string, data.Context) (rollout.JudgeResult, error) {
-	return rollout.JudgeResult{}, f()
+func (f judgeFunc) Judge(context.Context, string, data.Context) (judge.Result, error) {
+	return judge.Result{}, f()
 }
 
 // TestRunResumeAfterInterruption interrupts runs at many points (the
@@ -571,7 +572,7 @@ func TestRunSample(t *testing.T) {
 	w := synth.Sample()
 	x := sampleIndex(t, w)
 	out := t.TempDir()
-	roles := rollout.Roles{Judge: rollout.LexicalJudge{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x}
+	roles := rollout.Roles{Judge: judge.Lexical{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x}
 	sum, err := Run(context.Background(), Options{Questions: Slice(w.Questions), Roles: roles, Out: out, Workers: 4, CheckpointQuestions: 64})
 	if err != nil {
 		t.Fatal(err)
@@ -593,7 +594,7 @@ func TestRunSample(t *testing.T) {
 			}
 		}
 	}
-	if len(sum.Roles.Judge.Seen) != 1 || sum.Roles.Judge.Seen[0].Model != rollout.LexicalJudgeName || sum.Roles.Judge.Seen[0].Template == "" {
+	if len(sum.Roles.Judge.Seen) != 1 || sum.Roles.Judge.Seen[0].Model != judge.LexicalName || sum.Roles.Judge.Seen[0].Template == "" {
 		t.Errorf("judge seen %+v", sum.Roles.Judge.Seen)
 	}
 	t.Logf("sample: %d questions, %d states, rounds %v, %.0f questions/s", sum.Counts.Output.Questions, sum.Counts.Output.States, sum.Counts.Output.Rounds, sum.QuestionsPerSecond)

@@ -1,35 +1,13 @@
-package rollout
+package lexical
 
 import (
 	"cmp"
-	"context"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/distill-rag/distill/data"
 )
-
-// LexicalExtractor is a deterministic extractor that needs no model: it
-// ranks the numbered sentences by a BM25 score against the question and the
-// gap items, and points at the best max of them.
-//
-// The query is the distinct content words of the question and, for each
-// gap item, of its target and slot (its description when both are empty).
-// Each sentence is scored as a BM25 document (k1 1.2, b 0.75, document
-// frequencies and average length taken over the round's sentences), a word
-// related to a query word (see LexicalJudge) counting half. A sentence that
-// matches gains half the weight of the query words in its title, so that
-// sentences of a relevant document that do not repeat its name ("He was
-// born in ...") still rank. A document whose title is named by a matching sentence of
-// another document of the round (the next hop of a multi-hop question)
-// lends its matching sentences half the best such sentence's score. Only
-// sentences that score above zero are chosen, best first, ties in id order.
-//
-// Its raw output is {"evidence_global_ids": [...]}, as a model's would be.
-// It is safe for concurrent use.
-type LexicalExtractor struct{}
 
 // BM25 parameters of the extractor: the textbook defaults, as sentences are
 // much shorter than the documents the index was tuned for.
@@ -38,15 +16,31 @@ const (
 	extractB  = 0.75
 )
 
-// Extract implements Extractor.
-func (LexicalExtractor) Extract(_ context.Context, question string, gaps []data.GapItem, sentences []Numbered, max int) (ExtractResult, error) {
-	lx := getLexer()
-	defer putLexer(lx)
-	ids := rankSentences(lx, question, gaps, sentences, max)
-	return ExtractResult{IDs: ids, Call: Call{Raw: idsJSON(ids), Model: LexicalExtractorName, TemplateHash: lexicalExtractorHash}}, nil
+// Sentence is a sentence to rank, with the id the caller numbers it by.
+type Sentence struct {
+	ID    int
+	Title string
+	Text  string
 }
 
-func rankSentences(lx *lexer, question string, gaps []data.GapItem, sentences []Numbered, max int) []int {
+// Rank is the ranking of the lexical extractor: the ids of the at most max
+// sentences that best match the question and the gap items, best first.
+//
+// The query is the distinct content words of the question and, for each
+// gap item, of its target and slot (its description when both are empty).
+// Each sentence is scored as a BM25 document (k1 1.2, b 0.75, document
+// frequencies and average length taken over the given sentences), a word
+// related to a query word (see Verdict) counting half. A sentence that
+// matches gains half the weight of the query words in its title, so that
+// sentences of a relevant document that do not repeat its name ("He was
+// born in ...") still rank. A document whose title is named by a matching
+// sentence of another document (the next hop of a multi-hop question)
+// lends its matching sentences half the best such sentence's score. Only
+// sentences that score above zero are chosen, best first, ties in id
+// order. The result is never nil. Rank is safe for concurrent use.
+func Rank(question string, gaps []data.GapItem, sentences []Sentence, max int) []int {
+	lx := getLexer()
+	defer putLexer(lx)
 	if max < 1 || len(sentences) == 0 {
 		return []int{}
 	}
@@ -182,16 +176,43 @@ func rankSentences(lx *lexer, question string, gaps []data.GapItem, sentences []
 	return ids
 }
 
-// idsJSON renders ids as the extractor's JSON answer.
-func idsJSON(ids []int) string {
-	b := []byte(`{"evidence_global_ids":[`)
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
+// Similar is the ranking of the extractive-compression baseline (in the
+// manner of extractive RECOMP): the ids of the at most max sentences most
+// similar to the question alone, by the share of the question's content
+// words they hold, ties in the given order. Unlike Rank it ignores gap
+// items and the documents' titles and links. The result is never nil. It
+// is safe for concurrent use.
+func Similar(question string, sentences []Sentence, max int) []int {
+	lx := getLexer()
+	defer putLexer(lx)
+	q := make(map[string]bool)
+	for _, w := range lx.textWords(question) {
+		if w.stem != "" && !w.function {
+			q[w.stem] = true
 		}
-		b = strconv.AppendInt(b, int64(id), 10)
 	}
-	return string(append(b, "]}"...))
+	type scored struct {
+		id    int
+		score float64
+	}
+	var all []scored
+	for _, s := range sentences {
+		seen := make(map[string]bool)
+		for _, w := range lx.textWords(s.Text) {
+			if q[w.stem] {
+				seen[w.stem] = true
+			}
+		}
+		if len(seen) > 0 {
+			all = append(all, scored{s.ID, float64(len(seen)) / float64(len(q))})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b scored) int { return cmp.Compare(b.score, a.score) })
+	ids := []int{}
+	for _, s := range all[:min(len(all), max)] {
+		ids = append(ids, s.id)
+	}
+	return ids
 }
 
 // matchQuery returns the query word a stem matches: its index k when equal,

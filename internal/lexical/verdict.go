@@ -1,38 +1,15 @@
-package rollout
+package lexical
 
 import (
 	"cmp"
-	"context"
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/distill-rag/distill/data"
 )
 
-// Names of the built-in roles, recorded as their model names so that every
-// report says what produced an output.
-const (
-	LexicalJudgeName     = "lexical-judge (built-in baseline)"
-	LexicalExtractorName = "lexical-extractor (built-in baseline)"
-	LexicalReaderName    = "lexical-reader (built-in baseline)"
-	NeverName            = "never (fixed policy: always insufficient)"
-	AlwaysName           = "always (fixed policy: always sufficient)"
-)
-
-// The template hashes of the built-in roles: hashes of their names and rule
-// versions. Bump a version when a role's rules change.
-var (
-	lexicalJudgeHash     = data.TemplateHash(LexicalJudgeName, "rules v1")
-	lexicalExtractorHash = data.TemplateHash(LexicalExtractorName, "rules v1")
-	lexicalReaderHash    = data.TemplateHash(LexicalReaderName, "rules v1")
-	neverHash            = data.TemplateHash(NeverName)
-	alwaysHash           = data.TemplateHash(AlwaysName)
-)
-
-// LexicalJudge is a deterministic judge that needs no model: it names the
-// parts of the question the evidence does not mention as gap items.
+// Verdict is the verdict of the lexical judge: it names the parts of the
+// question the evidence does not mention as gap items.
 //
 // It reads the question as names (runs of capitalised words), the type of
 // its answer (from the question word and the noun after "which" or "what":
@@ -65,21 +42,14 @@ var (
 // opening the sentence or looking like a nationality, and not yet a title
 // of the context (whose document cannot be retrieved again).
 //
-// Its raw output is the verdict as JSON. It is safe for concurrent use.
-type LexicalJudge struct{}
-
-// Judge implements Judge.
-func (LexicalJudge) Judge(_ context.Context, question string, c data.Context) (JudgeResult, error) {
+// A sufficient verdict has an empty, non-nil list of gap items. Verdict is
+// safe for concurrent use.
+func Verdict(question string, evidence []data.Evidence) data.Verdict {
 	lx := getLexer()
 	defer putLexer(lx)
 	q := lx.parseQuestion(question)
-	sents, all := lx.analyseEvidence(c)
-	v := judge(q, sents, all)
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return JudgeResult{}, fmt.Errorf("lexical judge: %w", err)
-	}
-	return JudgeResult{Verdict: v, Call: Call{Raw: string(raw), Model: LexicalJudgeName, TemplateHash: lexicalJudgeHash}}, nil
+	sents, all := lx.analyseSentences(evidence)
+	return judge(q, sents, all)
 }
 
 func judge(q *question, sents []sentence, all termSet) data.Verdict {
@@ -257,29 +227,4 @@ func (q *question) hasWordStem(st string) bool {
 		}
 	}
 	return false
-}
-
-// Never is the fixed policy that always calls the evidence insufficient,
-// with no gap items: the loop then spends its whole budget with the bare
-// question as query (the "without judge" ablation).
-type Never struct{}
-
-// Judge implements Judge.
-func (Never) Judge(context.Context, string, data.Context) (JudgeResult, error) {
-	return JudgeResult{
-		Verdict: data.Verdict{GapItems: []data.GapItem{}},
-		Call:    Call{Raw: `{"sufficient":false,"gap_items":[]}`, Model: NeverName, TemplateHash: neverHash},
-	}, nil
-}
-
-// Always is the fixed policy that always calls the evidence sufficient: with
-// the t = 0 override, the loop retrieves once and answers (standard RAG).
-type Always struct{}
-
-// Judge implements Judge.
-func (Always) Judge(context.Context, string, data.Context) (JudgeResult, error) {
-	return JudgeResult{
-		Verdict: data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
-		Call:    Call{Raw: `{"sufficient":true,"gap_items":[]}`, Model: AlwaysName, TemplateHash: alwaysHash},
-	}, nil
 }

@@ -1,14 +1,11 @@
-package rollout
+package lexical
 
 import (
-	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
 )
@@ -154,7 +151,7 @@ var (
 	strangerBlock = []string{"Gamik Fothestini", "Gamik Fothestini (born 4 October 1993) is a Rulolesian film director.", "He was born in Cemostad, Gogrartesia."}
 )
 
-func TestLexicalJudge(t *testing.T) {
+func TestVerdict(t *testing.T) {
 	tests := []struct {
 		name     string
 		question string
@@ -242,36 +239,23 @@ func TestLexicalJudge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := LexicalJudge{}.Judge(context.Background(), tt.question, tt.c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, res.Verdict); diff != "" {
+			if diff := cmp.Diff(tt.want, Verdict(tt.question, tt.c.Evidence())); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s", diff)
-			}
-			parsed, err := data.ParseVerdict([]byte(res.Raw))
-			if err != nil {
-				t.Fatalf("raw output %s does not parse: %v", res.Raw, err)
-			}
-			if diff := cmp.Diff(res.Verdict, parsed, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("raw output parses to another verdict (-result +parsed):\n%s", diff)
-			}
-			if res.Model != LexicalJudgeName || res.TemplateHash == "" || res.ParseError != "" {
-				t.Errorf("got model %q, hash %q, parse error %q", res.Model, res.TemplateHash, res.ParseError)
 			}
 		})
 	}
 }
 
-func numbered(sentences ...data.Evidence) []Numbered {
-	var out []Numbered
+// numbered numbers sentences from 1, as the loop does.
+func numbered(sentences ...data.Evidence) []Sentence {
+	var out []Sentence
 	for i, e := range sentences {
-		out = append(out, Numbered{ID: i + 1, Evidence: e, Line: NumberedLine(i+1, e)})
+		out = append(out, Sentence{ID: i + 1, Title: e.Title, Text: e.Text})
 	}
 	return out
 }
 
-func TestLexicalExtractor(t *testing.T) {
+func TestRank(t *testing.T) {
 	film := data.Evidence{DocID: "f", Title: "The Electric Frontier", Text: "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
 	filmCast := data.Evidence{DocID: "f", Title: "The Electric Frontier", Index: 1, Text: "It stars Ana Bo."}
 	dirIntro := data.Evidence{DocID: "d", Title: "Thirta Grupoustaton", Text: "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director."}
@@ -281,7 +265,7 @@ func TestLexicalExtractor(t *testing.T) {
 		name      string
 		question  string
 		gaps      []data.GapItem
-		sentences []Numbered
+		sentences []Sentence
 		max       int
 		want      []int
 	}{
@@ -345,31 +329,15 @@ func TestLexicalExtractor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := LexicalExtractor{}.Extract(context.Background(), tt.question, tt.gaps, tt.sentences, tt.max)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, res.IDs); diff != "" {
+			got := Rank(tt.question, tt.gaps, tt.sentences, tt.max)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ids (-want +got):\n%s", diff)
-			}
-			var b strings.Builder
-			for i, id := range tt.want {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprint(&b, id)
-			}
-			if want := `{"evidence_global_ids":[` + b.String() + `]}`; res.Raw != want {
-				t.Errorf("got raw output %s, want %s", res.Raw, want)
-			}
-			if res.Model != LexicalExtractorName || res.TemplateHash == "" {
-				t.Errorf("got model %q, hash %q", res.Model, res.TemplateHash)
 			}
 		})
 	}
 }
 
-func TestLexicalReader(t *testing.T) {
+func TestAnswer(t *testing.T) {
 	tests := []struct {
 		name     string
 		question string
@@ -414,70 +382,29 @@ func TestLexicalReader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := LexicalReader{}.Answer(context.Background(), tt.question, tt.c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if res.Answer != tt.want {
-				t.Errorf("got %q, want %q", res.Answer, tt.want)
-			}
-			if want := "Answer: " + tt.want; res.Raw != want {
-				t.Errorf("got raw output %q, want %q", res.Raw, want)
-			}
-			if res.Model != LexicalReaderName || res.TemplateHash == "" {
-				t.Errorf("got model %q, hash %q", res.Model, res.TemplateHash)
+			if got := Answer(tt.question, tt.c.Evidence()); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}
 }
 
-func TestFixedPolicies(t *testing.T) {
-	tests := []struct {
-		judge Judge
-		name  string
-		want  data.Verdict
-	}{
-		{Never{}, NeverName, data.Verdict{GapItems: []data.GapItem{}}},
-		{Always{}, AlwaysName, data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
-	}
-	for _, tt := range tests {
-		res, err := tt.judge.Judge(context.Background(), "q?", evidence(filmBlock))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(tt.want, res.Verdict); diff != "" {
-			t.Errorf("%s: verdict (-want +got):\n%s", tt.name, diff)
-		}
-		parsed, err := data.ParseVerdict([]byte(res.Raw))
-		if err != nil {
-			t.Errorf("%s: raw output %q does not parse: %v", tt.name, res.Raw, err)
-		}
-		if parsed.Sufficient != tt.want.Sufficient {
-			t.Errorf("%s: raw output says sufficient %v, want %v", tt.name, parsed.Sufficient, tt.want.Sufficient)
-		}
-		if res.Model != tt.name || res.TemplateHash == "" {
-			t.Errorf("got model %q, hash %q; want %q and a hash", res.Model, res.TemplateHash, tt.name)
-		}
-	}
-}
-
-// TestBuiltinsConcurrent runs the built-in roles from many goroutines (for
-// the race detector) and checks they answer as they do alone.
-func TestBuiltinsConcurrent(t *testing.T) {
-	ctx := context.Background()
+// TestConcurrent runs the entry points from many goroutines (for the race
+// detector) and checks they answer as they do alone.
+func TestConcurrent(t *testing.T) {
 	c := evidence(filmBlock, directorBlock, strangerBlock)
 	questions := []string{bridgeQuestion, "Who was born first, Thirta Grupoustaton or Gamik Fothestini?", "Who directed The Electric Frontier?"}
 	sentences := numbered(c.Evidence()...)
 	type outputs struct {
-		verdict data.Verdict
-		ids     []int
-		answer  string
+		verdict  data.Verdict
+		features []float64
+		ids      []int
+		similar  []int
+		answer   string
 	}
 	answer := func(q string) outputs {
-		j, _ := LexicalJudge{}.Judge(ctx, q, c)
-		x, _ := LexicalExtractor{}.Extract(ctx, q, j.Verdict.GapItems, sentences, 3)
-		r, _ := LexicalReader{}.Answer(ctx, q, c)
-		return outputs{j.Verdict, x.IDs, r.Answer}
+		v := Verdict(q, c.Evidence())
+		return outputs{v, Features(q, c.Evidence()), Rank(q, v.GapItems, sentences, 3), Similar(q, sentences, 3), Answer(q, c.Evidence())}
 	}
 	want := make([]outputs, len(questions))
 	for i, q := range questions {

@@ -1,15 +1,14 @@
-package rollout
+package lexical
 
 import (
-	"context"
 	"strconv"
 	"strings"
 
 	"github.com/distill-rag/distill/data"
 )
 
-// LexicalReader is a deterministic extractive reader that needs no model, a
-// baseline for the answer stage. It answers from the evidence context only:
+// Answer is the answer of the lexical reader: an extractive answer to the
+// question from the evidence only.
 //
 //   - A choice question ("Which was founded earlier, A or B?") gets one of
 //     its two options: when the question asks for the earlier or later
@@ -23,13 +22,13 @@ import (
 //     capitalised word other than their names (a nationality-like word such
 //     as "Greseresian" when X is "nationality"); any other yes/no question
 //     is "yes" when the evidence covers all its names and content words, as
-//     the lexical judge counts them.
+//     Verdict counts them.
 //   - Any other question gets a span of an evidence sentence: the sentence
 //     that best matches the question's content and answer-type words (names
 //     of the question do not count, as the answer of a multi-hop question is
 //     rarely in a sentence that names the question's entity), looking first
 //     among the sentences on the question's chain of documents (see
-//     LexicalJudge), where a sentence that matches no word may still answer.
+//     Verdict), where a sentence that matches no word may still answer.
 //     The span is the first one of the type the question asks for that is
 //     not in the question: a name after "in", "at", "from" or "near" for a
 //     place, a name of two words or more (after "by" first) for a person, a
@@ -37,25 +36,20 @@ import (
 //     a nationality, any name otherwise. When no sentence has a span of that
 //     type, any name, date or number will do. No span at all gives "".
 //
-// Its raw output is "Answer: " and the answer. It is safe for concurrent use.
-type LexicalReader struct{}
-
-// Answer implements Reader.
-func (LexicalReader) Answer(_ context.Context, question string, c data.Context) (ReadResult, error) {
+// It is safe for concurrent use.
+func Answer(question string, evidence []data.Evidence) string {
 	lx := getLexer()
 	defer putLexer(lx)
 	q := lx.parseQuestion(question)
-	sents, all := lx.analyseEvidence(c)
-	var answer string
+	sents, all := lx.analyseSentences(evidence)
 	switch q.kind {
 	case kindChoice:
-		answer = choose(lx, q, sents)
+		return choose(lx, q, sents)
 	case kindYesNo:
-		answer = yesNo(lx, q, sents, all)
+		return yesNo(lx, q, sents, all)
 	default:
-		answer = extractSpan(q, sents)
+		return extractSpan(q, sents)
 	}
-	return ReadResult{Answer: answer, Call: Call{Raw: "Answer: " + answer, Model: LexicalReaderName, TemplateHash: lexicalReaderHash}}, nil
 }
 
 // about returns the indexes of the sentences about a name: those of a

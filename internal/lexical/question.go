@@ -1,4 +1,4 @@
-package rollout
+package lexical
 
 import (
 	"strings"
@@ -31,7 +31,7 @@ const (
 	kindChoice                     // offers two options: "..., A or B?"
 )
 
-// question is what the built-in roles read from a question's words.
+// question is what the analysis reads from a question's words.
 type question struct {
 	text  string
 	words []word
@@ -291,13 +291,8 @@ type sentence struct {
 	title []string
 }
 
-// analyseEvidence splits the context's sentences into words and collects
-// every stem of the context, titles included (the judge sees them).
-func (lx *lexer) analyseEvidence(c data.Context) ([]sentence, termSet) {
-	return lx.analyseSentences(c.Evidence())
-}
-
-// analyseSentences is analyseEvidence of the context's sentences.
+// analyseSentences splits the evidence sentences into words and collects
+// every stem of the evidence, titles included (the judge sees them).
 func (lx *lexer) analyseSentences(ev []data.Evidence) ([]sentence, termSet) {
 	out := make([]sentence, len(ev))
 	all := make(termSet, 16*len(ev))

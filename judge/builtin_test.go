@@ -1,0 +1,133 @@
+package judge
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/lexical"
+)
+
+// evidence builds a context from blocks, each a title followed by its
+// sentences (appended one round per block).
+func evidence(blocks ...[]string) data.Context {
+	var c data.Context
+	for bi, b := range blocks {
+		var ev []data.Evidence
+		for i, s := range b[1:] {
+			ev = append(ev, data.Evidence{DocID: fmt.Sprint("d", bi), Title: b[0], Index: int32(i), Text: s})
+		}
+		c.Append(ev)
+	}
+	return c
+}
+
+const bridgeQuestion = "In which city was the director of The Electric Frontier born?"
+
+var (
+	filmBlock     = []string{"The Electric Frontier", "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
+	directorBlock = []string{"Thirta Grupoustaton", "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director.", "She was born in Standafield, Tovamesia, and grew up in Zargolastad."}
+)
+
+// builtinCases are inputs for the built-in judges: the analysis decides
+// (package lexical tests it), the judges wrap its decision.
+var builtinCases = []struct {
+	question string
+	c        data.Context
+}{
+	{bridgeQuestion, data.Context{}},
+	{bridgeQuestion, evidence(filmBlock)},
+	{bridgeQuestion, evidence(filmBlock, directorBlock)},
+	{"Which was founded earlier, Sauport Films or Fuloson Music?", evidence([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."})},
+	{"what is the tallest mountain?", evidence([]string{"Hills", "Hills are lower than mountains."})},
+}
+
+func TestLexical(t *testing.T) {
+	for _, tt := range builtinCases {
+		res, err := Lexical{}.Judge(context.Background(), tt.question, tt.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(lexical.Verdict(tt.question, tt.c.Evidence()), res.Verdict); diff != "" {
+			t.Errorf("%q: verdict differs from lexical.Verdict (-want +got):\n%s", tt.question, diff)
+		}
+		checkRawVerdict(t, res)
+		if res.Model != LexicalName || res.TemplateHash == "" || res.ParseError != "" {
+			t.Errorf("got model %q, hash %q, parse error %q", res.Model, res.TemplateHash, res.ParseError)
+		}
+	}
+}
+
+// checkRawVerdict checks that a judge's raw output parses back to its
+// verdict.
+func checkRawVerdict(t *testing.T, res Result) {
+	t.Helper()
+	parsed, err := ParseVerdict([]byte(res.Raw))
+	if err != nil {
+		t.Fatalf("raw output %s does not parse: %v", res.Raw, err)
+	}
+	if diff := cmp.Diff(res.Verdict, parsed, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("raw output parses to another verdict (-result +parsed):\n%s", diff)
+	}
+}
+
+func TestFixedPolicies(t *testing.T) {
+	tests := []struct {
+		judge Judge
+		name  string
+		want  data.Verdict
+	}{
+		{Never{}, NeverName, data.Verdict{GapItems: []data.GapItem{}}},
+		{Always{}, AlwaysName, data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
+	}
+	for _, tt := range tests {
+		res, err := tt.judge.Judge(context.Background(), "q?", evidence(filmBlock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tt.want, res.Verdict); diff != "" {
+			t.Errorf("%s: verdict (-want +got):\n%s", tt.name, diff)
+		}
+		checkRawVerdict(t, res)
+		if res.Model != tt.name || res.TemplateHash == "" {
+			t.Errorf("got model %q, hash %q; want %q and a hash", res.Model, res.TemplateHash, tt.name)
+		}
+	}
+}
+
+// FuzzLexical checks, whatever the text, that the lexical judge's raw
+// output parses back to a verdict of the same shape.
+func FuzzLexical(f *testing.F) {
+	f.Add(bridgeQuestion, strings.Join(filmBlock, "\x1f"), strings.Join(directorBlock, "\x1f"))
+	f.Add("Are A and B of the same nationality?", "A\x1fA is a \"Bredesanian\" <b>.", "B\x1fB (born 1 May 1950) is a Bredesanian.")
+	f.Add("How many, or which: 1,000 or 3.14?", "\x1f", "Ünïcödé\x1fÉtienne d'Arc's 12 U.S. Café\n…")
+	f.Fuzz(func(t *testing.T, question, block1, block2 string) {
+		var c data.Context
+		for bi, block := range []string{block1, block2} {
+			parts := strings.Split(block, "\x1f")
+			var ev []data.Evidence
+			for i, s := range parts[1:] {
+				ev = append(ev, data.Evidence{DocID: string(rune('a' + bi)), Title: parts[0], Index: int32(i), Text: s})
+			}
+			c.Append(ev)
+		}
+		res, err := Lexical{}.Judge(context.Background(), question, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Text is compared by the unit tests: JSON shows invalid UTF-8 as
+		// U+FFFD, so only the shape of the verdict must come back here.
+		v, err := ParseVerdict([]byte(res.Raw))
+		if err != nil {
+			t.Fatalf("raw verdict %s does not parse: %v", res.Raw, err)
+		}
+		if v.Sufficient != res.Verdict.Sufficient || len(v.GapItems) != len(res.Verdict.GapItems) {
+			t.Fatalf("raw verdict %s differs from %+v", res.Raw, res.Verdict)
+		}
+	})
+}

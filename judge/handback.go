@@ -1,0 +1,72 @@
+package judge
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// HandbackFile is the hand-back of a finished training job, in the job's
+// directory.
+const HandbackFile = "model.json"
+
+// AdapterName is the name under which the serve command of a hand-back
+// exposes a LoRA adapter, and so the model an llm judge asks for it.
+const AdapterName = "s2g-judge"
+
+// Handback describes a trained judge, as a successful training job hands
+// it to its users and to distill bench: what was trained, from what, how,
+// where the result is, and how to serve and use it. Package finetune writes
+// it (finetune.NewHandback); Open reads it (Spec.From).
+type Handback struct {
+	Backend   string `json:"backend"`
+	JobID     string `json:"job_id"`
+	BaseModel string `json:"base_model"`
+	// One of: a fine-tuned model served by the provider, a LoRA adapter
+	// directory, a built-in judge's model file (absolute paths).
+	FineTunedModel string `json:"fine_tuned_model,omitempty"`
+	AdapterDir     string `json:"adapter_dir,omitempty"`
+	ModelFile      string `json:"model_file,omitempty"`
+	// Hyperparameters are the training job's LoRA settings as it recorded
+	// them (finetune.Hyperparameters); none for the built-in backend,
+	// which trains no LoRA. They are kept as written: the judge does not
+	// read them, it only hands them on.
+	Hyperparameters json.RawMessage `json:"hyperparameters,omitempty"`
+	// Data and template: the judge must be used with the template it was
+	// trained on (TemplateHash when trained by this build).
+	TemplateHash  string             `json:"template_hash"`
+	DataHash      string             `json:"data_hash"`
+	TrainExamples int                `json:"train_examples"`
+	ValExamples   int                `json:"val_examples"`
+	Metrics       map[string]float64 `json:"metrics,omitempty"`
+	FinishedAt    time.Time          `json:"finished_at"`
+	// Commands to serve the judge and to run the loop with it.
+	Serve string `json:"serve,omitempty"`
+	Use   string `json:"use"`
+}
+
+// WriteHandback writes dir/model.json.
+func WriteHandback(dir string, h Handback) error {
+	b, err := json.MarshalIndent(h, "", "  ")
+	if err != nil {
+		return err
+	}
+	return data.WriteFileAtomic(filepath.Join(dir, HandbackFile), append(b, '\n'))
+}
+
+// ReadHandback reads dir/model.json.
+func ReadHandback(dir string) (Handback, error) {
+	var h Handback
+	b, err := os.ReadFile(filepath.Join(dir, HandbackFile))
+	if err != nil {
+		return h, err
+	}
+	if err := json.Unmarshal(b, &h); err != nil {
+		return h, fmt.Errorf("read %s: %w", filepath.Join(dir, HandbackFile), err)
+	}
+	return h, nil
+}

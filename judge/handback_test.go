@@ -1,0 +1,66 @@
+package judge
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestHandbackRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	want := Handback{
+		Backend: "local", JobID: "j1", BaseModel: "meta-llama/Llama-3.2-3B-Instruct",
+		AdapterDir:      "/runs/judge/adapter",
+		Hyperparameters: json.RawMessage(`{"lora_rank":16,"target_modules":["q_proj","v_proj"]}`),
+		TemplateHash:    TemplateHash, DataHash: "d", TrainExamples: 9, ValExamples: 1,
+		Metrics: map[string]float64{"eval_loss": 0.5}, FinishedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Serve: "vllm serve ...", Use: "distill rollout ...",
+	}
+	if err := WriteHandback(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, HandbackFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The hyper-parameters are indented with the rest, as a reader sees them.
+	if !strings.Contains(string(b), "\n  \"hyperparameters\": {\n    \"lora_rank\": 16,\n") {
+		t.Errorf("hand-back file:\n%s\nwant the hyper-parameters indented in it", b)
+	}
+	got, err := ReadHandback(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Compare the hyper-parameters as JSON values: the file holds them
+	// indented.
+	var wantHP, gotHP any
+	if err := json.Unmarshal(want.Hyperparameters, &wantHP); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got.Hyperparameters, &gotHP); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantHP, gotHP); diff != "" {
+		t.Errorf("hyper-parameters differ (-want +got):\n%s", diff)
+	}
+	want.Hyperparameters, got.Hyperparameters = nil, nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("hand-back differs (-want +got):\n%s", diff)
+	}
+}
+
+func TestReadHandbackErrors(t *testing.T) {
+	if _, err := ReadHandback(t.TempDir()); !os.IsNotExist(err) {
+		t.Errorf("no hand-back: got %v, want a not-exist error", err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, HandbackFile), []byte("{"), 0o644)
+	if _, err := ReadHandback(dir); err == nil || !strings.Contains(err.Error(), HandbackFile) {
+		t.Errorf("broken hand-back: got %v, want an error naming the file", err)
+	}
+}
