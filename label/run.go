@@ -280,6 +280,9 @@ func (r *run) begin(ctx context.Context) error {
 	if err := r.selectStates(ctx); err != nil {
 		return err
 	}
+	// Stamped, so that a kill before the first checkpoint keeps the usage
+	// of the earlier invocations.
+	r.stamp(false)
 	return writeReport(out, r.rep)
 }
 

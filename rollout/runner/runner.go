@@ -251,6 +251,9 @@ func (r *run) begin(ctx context.Context) error {
 	if err := r.selectQuestions(); err != nil {
 		return err
 	}
+	// Stamped, so that a kill before the first checkpoint keeps the usage
+	// of the earlier invocations.
+	r.stamp(false)
 	return writeReport(r.opts.Out, r.report)
 }
 

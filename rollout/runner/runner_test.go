@@ -630,3 +630,34 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		t.Errorf("zero finished_at written: %s", b)
 	}
 }
+
+// TestRunResumeKeepsEarlierUsage: from its start, a resumed run's run.json
+// holds the usage of the invocations before it, so that a kill before its
+// first checkpoint loses none of it.
+func TestRunResumeKeepsEarlierUsage(t *testing.T) {
+	qs := makeQuestions(20, nil)
+	roles, _ := fakeRoles()
+	out := t.TempDir()
+	usage := []llm.Stats{{Role: "judge", Model: "m", Requests: 3, CostUSD: 0.25}}
+	first := Options{Questions: Slice(qs[:10]), Roles: roles, Out: out, Usage: func() []llm.Stats { return usage }}
+	if _, err := Run(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	var atStart *Report
+	resumed := Options{Questions: Slice(qs), Roles: roles, Out: out, Resume: true,
+		Progress: func(Progress) {
+			if atStart == nil {
+				rep, err := ReadReport(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				atStart = &rep
+			}
+		}}
+	if _, err := Run(context.Background(), resumed); err != nil {
+		t.Fatal(err)
+	}
+	if atStart == nil || !cmp.Equal(atStart.Usage, usage) || atStart.CostUSD != 0.25 {
+		t.Errorf("run.json at the start of the resumed run: %+v, want the first invocation's usage %+v", atStart, usage)
+	}
+}
