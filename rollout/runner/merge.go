@@ -18,7 +18,7 @@ import (
 // them; MissingShards names the shards of the split that are not among
 // them). The inputs must be finished (status done) and configured alike
 // (same loop, limit and roles: ErrMismatch), and no question may appear in
-// two of them: that is an error and nothing is written. out must be empty
+// two of them (ErrMismatch too); then nothing is written. out must be empty
 // or absent (ErrOutExists). Rows are streamed: memory grows with the number
 // of question ids only.
 func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
@@ -117,6 +117,11 @@ func merge(ctx context.Context, out string, inputs []string, reports []Report) (
 			}
 			return w.Write(rows)
 		})
+		if twice := (*twiceError)(nil); errors.As(err, &twice) {
+			// Inputs that overlap are the wrong inputs, as a shard given
+			// twice is.
+			err = fmt.Errorf("%w: %w", err, ErrMismatch)
+		}
 		if err != nil {
 			return Report{}, fmt.Errorf("%s: %w", dir, err)
 		}

@@ -125,7 +125,7 @@ func TestMergeErrors(t *testing.T) {
 	}{
 		{"no inputs", "", nil, ErrOptions, ""},
 		{"same shard twice", "", []string{shards[0], shards[0]}, ErrMismatch, "both shard 0/2"},
-		{"a question twice", "", []string{first, overlapping}, nil, "appears twice"},
+		{"a question twice", "", []string{first, overlapping}, ErrMismatch, "appears twice"},
 		{"sharded and not", "", []string{shards[0], first}, ErrMismatch, "split the questions differently"},
 		{"other loop", "", []string{shards[0], fixed[1]}, ErrMismatch, "loop"},
 		{"other split", "", []string{shards[0], other4[1]}, ErrMismatch, "split the questions differently"},

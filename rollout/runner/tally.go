@@ -59,7 +59,7 @@ func (t *tally) add(src int, st *data.State) error {
 			return err
 		}
 		if prev, dup := t.seen[st.QuestionID]; dup {
-			return fmt.Errorf("question %s appears twice (in %s and %s)", st.QuestionID, t.sources[prev], t.sources[src])
+			return &twiceError{id: st.QuestionID, first: t.sources[prev], again: t.sources[src]}
 		}
 		t.seen[st.QuestionID] = src
 		t.open, t.cur, t.curRows = true, st.QuestionID, 0
@@ -98,6 +98,13 @@ func (t *tally) add(src int, st *data.State) error {
 		t.reader[modelTemplate{st.ReaderModel, st.ReaderTemplate}]++
 	}
 	return nil
+}
+
+// twiceError is a question found in two sources (parts, merged inputs).
+type twiceError struct{ id, first, again string }
+
+func (e *twiceError) Error() string {
+	return fmt.Sprintf("question %s appears twice (in %s and %s)", e.id, e.first, e.again)
 }
 
 // endSource closes the current question at the end of a source: a
