@@ -25,6 +25,7 @@ func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
 	}
 	start := time.Now()
 	var merged Report
+	var first string // the shard of the first input
 	shards := map[string]string{}
 	for i, dir := range inputs {
 		rep, err := ReadReport(dir)
@@ -40,7 +41,12 @@ func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
 			}
 			shards[s] = dir
 		}
+		if i > 0 && shardCount(rep.Config.Shard) != shardCount(first) {
+			return Report{}, fmt.Errorf("merge: %s (shard %q) and %s (shard %q) split the questions differently: %w",
+				inputs[0], first, dir, rep.Config.Shard, ErrMismatch)
+		}
 		if i == 0 {
+			first = rep.Config.Shard
 			merged = Report{Status: StatusDone, Version: rep.Version, Config: rep.Config}
 			merged.Config.Shard, merged.Config.Workers = "", 0
 			continue
@@ -99,6 +105,12 @@ func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
 		}
 	}
 	return merged, writeReport(out, merged)
+}
+
+// shardCount returns the n of a shard i/n, 0 for a run not sharded.
+func shardCount(shard string) int {
+	s, _ := data.ParseShard(shard)
+	return s.N
 }
 
 func firstKey(m map[string]string) string {
