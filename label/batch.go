@@ -2,10 +2,12 @@ package label
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -155,20 +158,22 @@ type batchRun struct {
 	budgetHit bool
 }
 
-// batch labels the states to do through the batch API.
-func (r *run) batch(ctx context.Context, emit func(data.Label) error) error {
+// batch labels the states of todo through the batch API and hands each
+// one's label to emit (stage.Job.Produce).
+func (r *run) batch(ctx context.Context, todo iter.Seq2[Item, error], emitRows func([]data.Label) error) error {
+	emit := func(l data.Label) error { return emitRows([]data.Label{l}) }
 	o := *r.opts.Batch
 	switch {
 	case o.Client == nil || o.Teacher == nil:
 		return fmt.Errorf("batch: no client or no teacher: %w", ErrOptions)
 	}
-	o.PollInterval = cmpOr(o.PollInterval, DefaultPollInterval)
+	o.PollInterval = cmp.Or(o.PollInterval, DefaultPollInterval)
 	if o.Retries == 0 {
 		o.Retries = DefaultBatchRetries
 	}
 	o.Retries = max(o.Retries, 0)
-	o.MaxRequests = cmpOr(o.MaxRequests, DefaultMaxBatchRequests)
-	o.MaxBytes = cmpOr(o.MaxBytes, DefaultMaxBatchBytes)
+	o.MaxRequests = cmp.Or(o.MaxRequests, DefaultMaxBatchRequests)
+	o.MaxBytes = cmp.Or(o.MaxBytes, DefaultMaxBatchBytes)
 	b := &batchRun{r: r, o: o, model: o.Teacher.Model, states: make(map[int]*pending), applied: make(map[string]bool)}
 	if p, ok := llm.PriceOf(o.Prices, b.model); ok {
 		b.price = llm.Price{Input: p.Input * BatchDiscount, Output: p.Output * BatchDiscount}
@@ -179,7 +184,7 @@ func (r *run) batch(ctx context.Context, emit func(data.Label) error) error {
 	if err := b.load(); err != nil {
 		return err
 	}
-	for it, err := range r.todoItems(ctx) {
+	for it, err := range todo {
 		if err != nil {
 			return err
 		}
@@ -219,7 +224,7 @@ func (b *batchRun) loop(ctx context.Context, emit func(data.Label) error) error 
 		}
 		if len(missing) == 0 && len(unsent) == 0 {
 			if b.budgetHit {
-				return errBudgetStop
+				return stage.ErrBudget
 			}
 			return nil
 		}
@@ -234,7 +239,7 @@ func (b *batchRun) loop(ctx context.Context, emit func(data.Label) error) error 
 		b.budgetHit = b.budgetHit || over
 		if sent == 0 {
 			if over {
-				return errBudgetStop
+				return stage.ErrBudget
 			}
 			return nil
 		}

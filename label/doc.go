@@ -6,6 +6,11 @@
 //
 // # Data flow
 //
+// A labelling run is a stage of the engine in internal/stage, whose
+// documentation describes once the data flow, the checkpoints and what
+// resuming guarantees; a unit of work is a state, and its row is its
+// label. What is labelling's own is described here.
+//
 //	trajectories.parquet ─> select the states (rows of failed questions
 //	                        are counted, not labelled; the first Limit)
 //	                     ─> Workers at a time: Teacher.Label x Samples,
@@ -36,7 +41,7 @@
 // sample that contradicted itself (sufficient with gap items, insufficient
 // with none, a "sufficient" that is not a boolean).
 //
-// # Resuming, budgets, preflight
+// # Resuming, budgets, preflight, merging
 //
 // Parts hold whole states and are committed by rename, so a run killed at
 // any moment and resumed (Options.Resume) loses and repeats nothing; a
@@ -44,5 +49,6 @@
 // Options.BudgetUSD stops the run cleanly once spent (ErrBudget); the
 // states in flight then are finished and kept. Preflight counts the states,
 // requests, exact prompt tokens and cost of a run without sending or
-// writing anything.
+// writing anything (the engine's selection, stage.Select). Merge joins the
+// outputs of the shards of one run (Options.Shard).
 package label

@@ -3,109 +3,49 @@ package label
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/internal/stage"
 )
 
 // Merge joins the outputs of finished labelling runs, the shards of one
 // run (Options.Shard), into out: out/labels.parquet holds the labels of
 // every input, in the order of inputs, and out/label.json their combined
-// report. The inputs must be done and configured alike but for their
-// shard; a shard given twice or a state found in two inputs is an error,
-// and then nothing is written. out must be empty or absent (ErrOutExists).
-// Rows are streamed.
+// report (Inputs lists them; MissingShards names the shards of the split
+// that are not among them). The inputs must be done, configured alike but
+// for their shard, and distinct shards of one split; a state found in two
+// inputs is an error (ErrMismatch, as those are), and then nothing is
+// written. out must be empty or absent (ErrOutExists). Rows are streamed.
+// See stage.Merge.
 func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
-	if len(inputs) == 0 || out == "" {
-		return Report{}, fmt.Errorf("merge: no inputs or no output directory: %w", ErrOptions)
-	}
-	start := time.Now()
-	var merged Report
-	shards := map[string]string{}
-	for i, dir := range inputs {
-		rep, err := ReadReport(dir)
-		if err != nil {
-			return Report{}, fmt.Errorf("merge: %w", err)
-		}
-		if rep.Status != StatusDone {
-			return Report{}, fmt.Errorf("merge: %s has not finished (status %s): resume it first", dir, rep.Status)
-		}
-		if s := rep.Config.Shard; s != "" {
-			if other, dup := shards[s]; dup {
-				return Report{}, fmt.Errorf("merge: %s and %s are both shard %s: %w", other, dir, s, ErrMismatch)
-			}
-			shards[s] = dir
-		}
-		if i == 0 {
-			merged = Report{Status: StatusDone, Version: rep.Version, Config: rep.Config}
-			merged.Config.Shard, merged.Config.Workers = "", 0
-			continue
-		}
-		a, b := merged.Config, rep.Config
-		a.Shard, b.Shard = "", ""
-		if err := sameLabels(a, b); err != nil {
-			return Report{}, fmt.Errorf("merge: %s and %s: %w", inputs[0], dir, err)
-		}
-	}
-	if entries, err := os.ReadDir(out); err == nil && len(entries) > 0 {
-		return Report{}, fmt.Errorf("merge: %s: %w", out, ErrOutExists)
-	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return Report{}, err
-	}
-	w, err := data.CreateParquet[data.Label](filepath.Join(out, LabelsFile), data.KindLabels)
+	t := &tally{}
+	rep, err := stage.Merge(ctx, out, inputs, stage.MergeJob[data.StateKey, data.Label, *Report]{
+		Layout:   layout(t.state),
+		Shard:    func(r *Report) string { return r.Config.Shard },
+		Selected: func(r *Report) int { return r.Counts.Selected },
+		Combine:  func(reps []*Report) *Report { return combine(reps, t) },
+	})
 	if err != nil {
 		return Report{}, err
 	}
-	defer w.Abort()
-	t := newTally()
-	for _, dir := range inputs {
-		rep, _ := ReadReport(dir)
-		err := data.EachRow(ctx, filepath.Join(dir, LabelsFile), data.KindLabels, func(rows []data.Label) error {
-			for i := range rows {
-				if err := t.add(&rows[i]); err != nil {
-					return fmt.Errorf("%s: %w: %w", dir, err, ErrMismatch)
-				}
-			}
-			return w.Write(rows)
-		})
-		if err != nil {
-			return Report{}, fmt.Errorf("merge: %w", err)
-		}
-		c := &merged.Counts
-		c.InputRows, c.FailedQuestionRows = rep.Counts.InputRows, rep.Counts.FailedQuestionRows
-		c.Selected += rep.Counts.Selected
-		merged.Usage = llm.AddStats(merged.Usage, rep.Usage)
-		merged.CostUSD += rep.CostUSD
-		merged.Batches = append(merged.Batches, rep.Batches...)
-	}
-	if t.out.States != merged.Counts.Selected {
-		return Report{}, fmt.Errorf("merge: the inputs hold %d states, their reports %d", t.out.States, merged.Counts.Selected)
-	}
-	if err := w.Close(); err != nil {
-		return Report{}, err
-	}
-	merged.Counts.Output = t.out
-	merged.StartedAt, merged.FinishedAt = start.UTC(), time.Now().UTC()
-	merged.WallSeconds = time.Since(start).Seconds()
-	if n := len(shards); n > 0 {
-		sh, err := data.ParseShard(firstKey(shards))
-		if err == nil && n < sh.N {
-			merged.Error = fmt.Sprintf("%d of %d shards merged", n, sh.N)
-		}
-	}
-	return merged, writeReport(out, merged)
+	return *rep, nil
 }
 
-func firstKey(m map[string]string) string {
-	for k := range m {
-		return k
+// combine returns the merged report of runs whose labels t counted.
+func combine(reps []*Report, t *tally) *Report {
+	m := &Report{Config: reps[0].Config}
+	m.Config.Shard, m.Config.Workers = "", 0
+	c := &m.Counts
+	for _, rep := range reps {
+		// Every shard read the whole input.
+		c.InputRows, c.FailedQuestionRows = rep.Counts.InputRows, rep.Counts.FailedQuestionRows
+		c.Selected += rep.Counts.Selected
+		m.Batches = append(m.Batches, rep.Batches...)
 	}
-	return ""
+	c.Output = t.out
+	return m
 }
 
 // IsRun reports whether dir holds a labelling run's output (label.json).

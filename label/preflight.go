@@ -3,8 +3,10 @@ package label
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -58,16 +60,17 @@ func Preflight(ctx context.Context, opts Options, model string, prices map[strin
 	if err != nil {
 		return Estimate{}, err
 	}
-	if !opts.Resume {
-		r.parts = "" // what Out holds does not count
+	parts := "" // what Out holds does not count
+	if opts.Resume && opts.Out != "" {
+		parts = filepath.Join(opts.Out, PartsDir)
 	}
-	if err := r.readDone(ctx); err != nil {
+	plan, err := stage.Select(ctx, r.job(), parts)
+	if err != nil {
 		return Estimate{}, err
 	}
-	if err := r.selectStates(ctx); err != nil {
-		return Estimate{}, err
-	}
-	e := Estimate{Counts: r.rep.Counts, States: r.todo, Requests: int64(r.todo) * int64(r.opts.Samples), Batch: opts.Batch != nil}
+	c := r.rep.Counts
+	c.Selected, c.AlreadyDone = plan.Selected, plan.AlreadyDone
+	e := Estimate{Counts: c, States: plan.Todo, Requests: int64(plan.Todo) * int64(r.opts.Samples), Batch: opts.Batch != nil}
 	rq, ok := opts.Teacher.(requester)
 	if opts.Batch != nil {
 		rq, ok = opts.Batch.Teacher, opts.Batch.Teacher != nil
@@ -75,7 +78,7 @@ func Preflight(ctx context.Context, opts Options, model string, prices map[strin
 	if !ok {
 		return e, nil
 	}
-	for it, err := range r.todoItems(ctx) {
+	for it, err := range plan.Left(ctx) {
 		if err != nil {
 			return e, err
 		}

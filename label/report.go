@@ -1,29 +1,20 @@
 package label
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/internal/stage"
 )
 
-// Statuses of a labelling run, as label.json records them.
+// Statuses of a labelling run, as label.json records them (see package
+// stage).
 const (
-	// StatusRunning: the run started and has not ended, or was killed.
-	StatusRunning = "running"
-	// StatusInterrupted: the run ended early (cancelled, or a systemic
-	// error); Resume continues it.
-	StatusInterrupted = "interrupted"
-	// StatusBudget: the run stopped because its budget was spent; Resume
-	// with a larger budget continues it.
-	StatusBudget = "budget-reached"
-	// StatusDone: labels.parquet holds every selected state.
-	StatusDone = "done"
+	StatusRunning     = stage.StatusRunning
+	StatusInterrupted = stage.StatusInterrupted
+	StatusBudget      = stage.StatusBudget
+	StatusDone        = stage.StatusDone
 )
 
 // Info describes a run for its label.json.
@@ -39,25 +30,15 @@ type Info struct {
 	MaxTokens, SeedBase               int
 }
 
-// Report is the content of label.json.
+// Report is the content of label.json: the header every stage's report
+// has (status, times, resumes, budget, usage and cost, and for a merge its
+// inputs; see package stage), the configuration and the counts.
 type Report struct {
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	Version    string    `json:"version"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
-	// Resumes counts the invocations that continued the run.
-	Resumes     int     `json:"resumes"`
-	WallSeconds float64 `json:"wall_seconds"`
-	Config      Config  `json:"config"`
-	Counts      Counts  `json:"counts"`
-	// BudgetReached is set when this invocation stopped on its budget.
-	BudgetReached bool `json:"budget_reached,omitempty"`
+	stage.Header
+	Config Config `json:"config"`
+	Counts Counts `json:"counts"`
 	// Batches lists the batches of a batch run.
 	Batches []BatchRecord `json:"batches,omitempty"`
-	// Usage and CostUSD add up every invocation's model usage.
-	Usage   []llm.Stats `json:"usage,omitempty"`
-	CostUSD float64     `json:"cost_usd"`
 }
 
 // Config is how a run was configured; a resumed run must match it.
@@ -126,20 +107,19 @@ type OutputCounts struct {
 	TruthAgree   int `json:"truth_agree"`
 }
 
-// tally counts the labels of an output, checking each state appears once.
+// tally counts the labels of an output as the engine streams them past
+// (stage.Layout.Count); the engine checks that no state appears in two
+// places.
 type tally struct {
-	seen map[data.StateKey]bool
-	out  OutputCounts
+	out OutputCounts
 }
 
-func newTally() *tally { return &tally{seen: make(map[data.StateKey]bool)} }
-
-func (t *tally) add(l *data.Label) error {
-	k := l.Key()
-	if t.seen[k] {
+// state counts the label of one state: a unit of one row.
+func (t *tally) state(ls []data.Label) error {
+	l := &ls[0]
+	if len(ls) > 1 {
 		return fmt.Errorf("state %s round %d appears twice", l.QuestionID, l.Round)
 	}
-	t.seen[k] = true
 	o := &t.out
 	o.States++
 	o.Samples += int64(len(l.Samples))
@@ -174,24 +154,28 @@ func (t *tally) add(l *data.Label) error {
 }
 
 // ReadReport reads DIR/label.json.
-func ReadReport(dir string) (Report, error) {
-	var r Report
-	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
-	if err != nil {
-		return r, err
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("read %s: %w", filepath.Join(dir, ReportFile), err)
-	}
-	return r, nil
-}
+func ReadReport(dir string) (Report, error) { return stage.ReadReport[Report](dir, ReportFile) }
 
-func writeReport(dir string, r Report) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write label report: %w", err)
+// layout describes a labelling run's output to the engine: labels, whose
+// units are states, one row each.
+func layout(count func([]data.Label) error) stage.Layout[data.StateKey, data.Label, *Report] {
+	return stage.Layout[data.StateKey, data.Label, *Report]{
+		File: LabelsFile, ReportFile: ReportFile, Kind: data.KindLabels, Unit: "states",
+		Key:      func(l *data.Label) data.StateKey { return l.Key() },
+		Describe: func(k data.StateKey) string { return fmt.Sprintf("state %s round %d", k.QuestionID, k.Round) },
+		Count:    count,
+		Read: func(dir string) (*Report, error) {
+			rep, err := ReadReport(dir)
+			return &rep, err
+		},
+		Same: func(a, b *Report, shard bool) error {
+			x, y := a.Config, b.Config
+			if !shard {
+				x.Shard, y.Shard = "", ""
+			}
+			return sameLabels(x, y)
+		},
 	}
-	return data.WriteFileAtomic(filepath.Join(dir, ReportFile), append(b, '\n'))
 }
 
 // sameLabels says how two configurations differ in what decides the labels

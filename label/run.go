@@ -1,20 +1,20 @@
 package label
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
-	"os"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -22,7 +22,7 @@ import (
 const (
 	LabelsFile = "labels.parquet"
 	ReportFile = "label.json"
-	PartsDir   = "parts"
+	PartsDir   = stage.PartsDir
 )
 
 // Defaults of Options.
@@ -32,22 +32,23 @@ const (
 	DefaultCheckpointInterval = 30 * time.Second
 )
 
-// Errors that callers branch on.
+// Errors that callers branch on: package stage's, the same values as
+// package runner's.
 var (
 	// ErrOptions is the cause of errors about bad Options.
-	ErrOptions = errors.New("bad label options")
+	ErrOptions = stage.ErrOptions
 	// ErrOutExists is returned when Out is not empty and Resume is not set.
-	ErrOutExists = errors.New("output directory is not empty")
+	ErrOutExists = stage.ErrOutExists
 	// ErrNotRun is returned when Resume finds a directory that is not a
 	// labelling run's output.
-	ErrNotRun = errors.New("not the output directory of a labelling run")
+	ErrNotRun = stage.ErrNotRun
 	// ErrMismatch is returned when Resume finds a run configured
-	// differently.
-	ErrMismatch = errors.New("labelling run configured differently")
+	// differently, or Merge inputs that do not go together.
+	ErrMismatch = stage.ErrMismatch
 	// ErrBudget is returned when the run stopped because its budget was
 	// spent; what was labelled is checkpointed, and Resume with a larger
 	// budget goes on.
-	ErrBudget = errors.New("budget reached")
+	ErrBudget = stage.ErrBudget
 )
 
 // Options configure Run.
@@ -126,16 +127,17 @@ type Summary struct {
 // Run labels every state of In (the first Limit) with the Teacher and
 // writes one data.Label per state to Out/labels.parquet, with Out/label.json.
 //
-// It works like a rollout (package rollout/runner): the states are
-// labelled Workers at a time and written by one goroutine to checkpointed
-// parts (Out/parts/part-NNNNN.parquet, whole states), so that after a kill
-// Resume goes on where the last checkpoint was, losing and duplicating
-// nothing. labels.parquet is assembled from the parts when every selected
-// state is in them. Rows of failed questions (State.Failure) are not
-// states: they are counted and skipped. A sample that cannot be used is
-// recorded in its label; only systemic errors (cancellation, refused
-// credentials, an output that cannot be written) end the run early, and
-// then Run returns the error with the Summary so far.
+// It runs on the engine of package stage, as a rollout does: the states
+// are labelled Workers at a time and written by one goroutine to
+// checkpointed parts (Out/parts/part-NNNNN.parquet, whole states), so that
+// after a kill Resume goes on where the last checkpoint was, losing and
+// duplicating nothing. labels.parquet is assembled from the parts when
+// every selected state is in them. Rows of failed questions
+// (State.Failure) are not states: they are counted and skipped. A sample
+// that cannot be used is recorded in its label; only systemic errors
+// (cancellation, refused credentials, an output that cannot be written)
+// end the run early, and then Run returns the error with the Summary so
+// far.
 func Run(ctx context.Context, opts Options) (Summary, error) {
 	if opts.Out == "" {
 		return Summary{}, fmt.Errorf("no output directory: %w", ErrOptions)
@@ -144,26 +146,24 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	return r.run(ctx)
+	if err := stage.Run(ctx, r.job()); err != nil {
+		return Summary{Report: r.rep}, err
+	}
+	out := r.rep.Counts.Output
+	r.log.Info("labelling done", "states", out.States, "failed", out.Failed, "seconds", r.rep.WallSeconds)
+	return Summary{Report: r.rep, Labels: filepath.Join(r.opts.Out, LabelsFile)}, nil
 }
 
+// run is what one invocation keeps beside the engine's state.
 type run struct {
 	opts  Options
 	log   *slog.Logger
-	parts string
-	start time.Time
 	rep   Report
-	fresh bool
-	// done holds the states the parts hold; todo counts those to label now.
-	done map[data.StateKey]bool
-	todo int
-	pw   *data.PartWriter[data.Label]
-	// mu guards prog, which the writer and a batch run's poller update,
-	// and the calls of Options.Progress.
+	tally *tally
+	// mu guards prog, which the engine's writer and a batch run's poller
+	// update, and the calls of Options.Progress.
 	mu   sync.Mutex
 	prog Progress
-	// prevUsage is what earlier invocations spent.
-	prevUsage []llm.Stats
 	// batchUsage is what the states a batch run wrote cost, and batches
 	// its batches (both guarded by mu).
 	batchUsage llm.Stats
@@ -186,23 +186,17 @@ func newRun(o Options) (*run, error) {
 	case o.BudgetUSD > 0 && o.Cost == nil && o.Batch == nil:
 		return nil, bad("a budget needs a cost meter")
 	}
-	o.Samples = cmpOr(o.Samples, 1)
-	o.Workers = cmpOr(o.Workers, DefaultWorkers)
-	o.CheckpointStates = cmpOr(o.CheckpointStates, DefaultCheckpointStates)
-	o.CheckpointInterval = cmpOr(o.CheckpointInterval, DefaultCheckpointInterval)
+	o.Samples = cmp.Or(o.Samples, 1)
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.CheckpointStates = cmp.Or(o.CheckpointStates, DefaultCheckpointStates)
+	o.CheckpointInterval = cmp.Or(o.CheckpointInterval, DefaultCheckpointInterval)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	// Without Out (a preflight), parts is "parts" relative to nothing
-	// that is read: readDone finds none unless Out is set.
-	r := &run{opts: o, log: log}
-	if o.Out != "" {
-		r.parts = filepath.Join(o.Out, PartsDir)
-	}
+	r := &run{opts: o, log: log, tally: &tally{}}
 	r.rep = Report{
-		Status:  StatusRunning,
-		Version: o.Info.Version,
+		Header: stage.Header{Version: o.Info.Version},
 		Config: Config{
 			In: o.In, Questions: o.Info.Questions,
 			Teacher: o.Info.Teacher, Model: o.Info.Model, BaseURL: o.Info.BaseURL, Template: o.Info.Template,
@@ -213,163 +207,99 @@ func newRun(o Options) (*run, error) {
 	return r, nil
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
-
-func (r *run) run(ctx context.Context) (Summary, error) {
-	r.start = time.Now()
-	r.rep.StartedAt = r.start.UTC()
-	if err := r.begin(ctx); err != nil {
-		if r.fresh {
-			os.Remove(r.parts)
-		}
-		return Summary{Report: r.rep}, err
-	}
-	c := r.rep.Counts
-	r.log.Info("labelling starting", "out", r.opts.Out, "states", c.Selected, "already_done", c.AlreadyDone,
-		"to_label", r.todo, "samples", r.opts.Samples, "workers", r.opts.Workers)
-	r.progress()
-	err := r.pipeline(ctx)
-	if err != nil {
-		return r.interrupted(err)
-	}
-	return r.finish(ctx)
-}
-
-// begin prepares the output directory, reads what earlier invocations
-// wrote, selects the states and writes the first label.json.
-func (r *run) begin(ctx context.Context) error {
-	out := r.opts.Out
-	entries, err := os.ReadDir(out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("output directory: %w", err)
-	}
-	r.fresh = len(entries) == 0
-	if !r.fresh {
-		if !r.opts.Resume {
-			return fmt.Errorf("%s: %w", out, ErrOutExists)
-		}
-		prev, err := ReadReport(out)
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s has no %s: %w", out, ReportFile, ErrNotRun)
-		}
-		if err != nil {
-			return err
-		}
-		if err := sameLabels(prev.Config, r.rep.Config); err != nil {
-			return fmt.Errorf("resume %s: %w", out, err)
-		}
-		r.rep.Resumes = prev.Resumes + 1
-		r.prevUsage = prev.Usage
-	}
-	removed, err := data.PrepareParts(out, r.parts)
-	for _, path := range removed {
-		r.log.Info("removed the leftover of an interrupted write", "file", path)
-	}
-	if err != nil {
-		return err
-	}
-	if err := r.readDone(ctx); err != nil {
-		return err
-	}
-	if err := r.selectStates(ctx); err != nil {
-		return err
-	}
-	return writeReport(out, r.rep)
-}
-
-// readDone reads the states that the parts of earlier invocations hold and
-// readies the part writer to go on after them.
-func (r *run) readDone(ctx context.Context) error {
-	r.done = make(map[data.StateKey]bool)
-	if r.parts == "" {
-		return nil
-	}
-	parts, err := data.ListParts(r.parts)
-	if err != nil {
-		return err
-	}
-	for _, p := range parts {
-		err := data.EachRow(ctx, p.Path, data.KindLabels, func(rows []data.Label) error {
-			for _, l := range rows {
-				if r.done[l.Key()] {
-					return fmt.Errorf("%s: state %s round %d is in two parts", p.Path, l.QuestionID, l.Round)
-				}
-				r.done[l.Key()] = true
+// job is this invocation for the engine: the teacher's workers, or the
+// batch path.
+func (r *run) job() stage.Job[data.StateKey, Item, data.Label, *Report] {
+	o := r.opts
+	j := stage.Job[data.StateKey, Item, data.Label, *Report]{
+		Layout: layout(r.tally.state),
+		Name:   "labelling", Report: &r.rep, Out: o.Out, Resume: o.Resume, Input: o.In,
+		Units:   r.items,
+		UnitKey: func(it Item) data.StateKey { return it.State.Key() },
+		Work: func(ctx context.Context, it Item) ([]data.Label, error) {
+			l, err := r.labelOne(ctx, it)
+			if err != nil {
+				return nil, err
 			}
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("read checkpoint: %w", err)
-		}
+			return []data.Label{l}, nil
+		},
+		Workers: o.Workers, CheckpointUnits: o.CheckpointStates, CheckpointInterval: o.CheckpointInterval,
+		Budget: o.BudgetUSD, Spent: r.cost,
+		Usage:    r.usage,
+		Wrote:    r.wrote,
+		Stamp:    r.stamp,
+		Finish:   func() { r.rep.Counts.Output = r.tally.out },
+		Progress: r.progress,
+		Logger:   r.log, LogAttrs: []any{"samples", o.Samples},
 	}
-	next := 0
-	if len(parts) > 0 {
-		next = parts[len(parts)-1].N + 1
+	if o.Batch != nil {
+		j.Work, j.Produce = nil, r.batch
 	}
-	r.pw = data.NewPartWriter[data.Label](r.parts, data.KindLabels, next)
-	r.prog.Parts = len(parts)
-	return nil
+	return j
 }
 
-// selectStates reads the input once: it counts its rows, checks that every
-// state is there once with its question, and counts the states to label.
-func (r *run) selectStates(ctx context.Context) error {
-	c := &r.rep.Counts
-	seen := make(map[data.StateKey]bool)
-	missing := map[string]bool{}
-	for s, err := range r.states(ctx) {
-		if err != nil {
-			return err
-		}
-		c.InputRows++
-		if s.Failure != "" {
-			c.FailedQuestionRows++
-			continue
-		}
-		if !r.opts.Shard.Holds(s.QuestionID) {
-			c.OtherShards++
-			continue
-		}
-		if r.opts.Limit > 0 && c.Selected == r.opts.Limit {
-			continue
-		}
-		k := s.Key()
-		if seen[k] {
-			return fmt.Errorf("%s: state %s round %d appears twice (merge shards with distill merge)", r.opts.In, s.QuestionID, s.Round)
-		}
-		seen[k] = true
-		if _, ok := r.opts.Questions[s.QuestionID]; !ok {
-			missing[s.QuestionID] = true
-			continue
-		}
-		c.Selected++
-		if r.done[k] {
-			c.AlreadyDone++
-		}
-	}
-	if len(missing) > 0 {
-		ids := slices.Sorted(func(yield func(string) bool) {
-			for id := range missing {
-				if !yield(id) {
+// items yields the states of the run, in input order, as items to label:
+// the first Limit of those the Shard holds, less the rows of failed
+// questions. With count it counts the input's rows into the report and
+// checks that every state is there once, with its question.
+func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
+	return func(yield func(Item, error) bool) {
+		c := &r.rep.Counts
+		seen := make(map[data.StateKey]bool) // with count only
+		missing := map[string]bool{}
+		selected, row := 0, -1
+		for s, err := range r.states(ctx) {
+			if err != nil {
+				yield(Item{}, err)
+				return
+			}
+			row++
+			if count {
+				c.InputRows++
+			}
+			switch {
+			case s.Failure != "":
+				if count {
+					c.FailedQuestionRows++
+				}
+				continue
+			case !r.opts.Shard.Holds(s.QuestionID):
+				if count {
+					c.OtherShards++
+				}
+				continue
+			case r.opts.Limit > 0 && selected == r.opts.Limit:
+				if !count {
 					return
 				}
+				continue // the rest of the input is counted
 			}
-		})
-		return fmt.Errorf("%d questions of %s are not in the questions given (wrong --questions?), e.g. %q: %w",
-			len(ids), r.opts.In, ids[0], ErrOptions)
+			q, ok := r.opts.Questions[s.QuestionID]
+			if count {
+				k := s.Key()
+				if seen[k] {
+					yield(Item{}, fmt.Errorf("%s: state %s round %d appears twice (merge shards with distill merge)", r.opts.In, s.QuestionID, s.Round))
+					return
+				}
+				seen[k] = true
+				if !ok {
+					missing[s.QuestionID] = true
+				}
+			}
+			if !ok {
+				continue
+			}
+			selected++
+			if !yield(Item{State: s, Question: q, Row: row}, nil) {
+				return
+			}
+		}
+		if len(missing) > 0 {
+			ids := slices.Sorted(maps.Keys(missing))
+			yield(Item{}, fmt.Errorf("%d questions of %s are not in the questions given (wrong --questions?), e.g. %q: %w",
+				len(ids), r.opts.In, ids[0], ErrOptions))
+		}
 	}
-	if extra := len(r.done) - c.AlreadyDone; extra > 0 {
-		return fmt.Errorf("resume %s: its parts hold %d states that this run does not select (different input?): %w", r.opts.Out, extra, ErrMismatch)
-	}
-	r.todo = c.Selected - c.AlreadyDone
-	r.prog.Total, r.prog.AlreadyDone = r.todo, c.AlreadyDone
-	return nil
 }
 
 // states streams the rows of the input.
@@ -390,116 +320,6 @@ func (r *run) states(ctx context.Context) iter.Seq2[data.State, error] {
 	}
 }
 
-// todoItems yields the items to label now, in input order.
-func (r *run) todoItems(ctx context.Context) iter.Seq2[Item, error] {
-	return func(yield func(Item, error) bool) {
-		selected, left, row := 0, r.todo, -1
-		for s, err := range r.states(ctx) {
-			if err != nil {
-				yield(Item{}, err)
-				return
-			}
-			row++
-			if s.Failure != "" || !r.opts.Shard.Holds(s.QuestionID) {
-				continue
-			}
-			if left == 0 || (r.opts.Limit > 0 && selected == r.opts.Limit) {
-				return
-			}
-			selected++
-			if r.done[s.Key()] {
-				continue
-			}
-			left--
-			if !yield(Item{State: s, Question: r.opts.Questions[s.QuestionID], Row: row}, nil) {
-				return
-			}
-		}
-		if left > 0 {
-			yield(Item{}, fmt.Errorf("read %s: %d selected states were not there the second time (did the input change?)", r.opts.In, left))
-		}
-	}
-}
-
-// pipeline labels the states to do and writes them. The producer (the
-// teacher's workers, or the batch path) sends each state's label to the
-// one goroutine that writes the parts.
-func (r *run) pipeline(ctx context.Context) error {
-	if r.todo == 0 {
-		return nil
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	labels := make(chan data.Label, r.opts.Workers)
-	g.Go(func() error { return r.write(labels) })
-	g.Go(func() error {
-		defer close(labels)
-		emit := func(l data.Label) error {
-			select {
-			case labels <- l:
-				return nil
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-		}
-		if r.opts.Batch != nil {
-			return r.batch(gctx, emit)
-		}
-		return r.dispatch(gctx, emit)
-	})
-	return g.Wait()
-}
-
-// errBudgetStop marks the end of dispatching because of the budget.
-var errBudgetStop = errors.New("budget stop")
-
-// dispatch labels the states with the teacher, Workers at a time, and
-// stops starting new ones once the budget is spent.
-func (r *run) dispatch(ctx context.Context, emit func(data.Label) error) error {
-	g, gctx := errgroup.WithContext(ctx)
-	// A slot is taken before the budget is checked, so that a state starts
-	// only if the budget was not spent when its slot came free: at most the
-	// states in flight then run past the budget.
-	slots := make(chan struct{}, r.opts.Workers)
-	var err error
-	budget := false
-	for it, ierr := range r.todoItems(gctx) {
-		if ierr != nil {
-			err = ierr
-			break
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-gctx.Done():
-		}
-		if gctx.Err() != nil {
-			break
-		}
-		if r.overBudget() {
-			<-slots
-			budget = true
-			break
-		}
-		g.Go(func() error {
-			defer func() { <-slots }()
-			l, err := r.labelOne(gctx, it)
-			if err != nil {
-				return err
-			}
-			return emit(l)
-		})
-	}
-	if werr := g.Wait(); werr != nil {
-		return werr
-	}
-	if err != nil {
-		return err
-	}
-	if budget {
-		return errBudgetStop
-	}
-	return nil
-}
-
 // cost returns what this invocation has spent.
 func (r *run) cost() float64 {
 	if r.opts.Cost != nil {
@@ -508,11 +328,6 @@ func (r *run) cost() float64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.batchUsage.CostUSD
-}
-
-// overBudget reports whether this invocation has spent its budget.
-func (r *run) overBudget() bool {
-	return r.opts.BudgetUSD > 0 && r.cost() >= r.opts.BudgetUSD
 }
 
 // labelOne asks the teacher for every sample of one state and aggregates
@@ -531,80 +346,25 @@ func (r *run) labelOne(ctx context.Context, it Item) (data.Label, error) {
 	return l, nil
 }
 
-// write is the one goroutine that writes the parts: it commits the current
-// part after CheckpointStates states or CheckpointInterval, and when labels
-// is closed. It returns when labels is closed or a write fails.
-func (r *run) write(labels <-chan data.Label) error {
-	defer r.pw.Abort()
-	var (
-		timer    *time.Timer
-		deadline <-chan time.Time
-	)
-	commit := func() error {
-		if timer != nil {
-			timer.Stop()
-			timer, deadline = nil, nil
-		}
-		return r.commit()
-	}
-	for {
-		select {
-		case l, ok := <-labels:
-			if !ok {
-				err := commit()
-				r.progress()
-				return err
-			}
-			opening := !r.pw.Open()
-			if err := r.pw.Write([]data.Label{l}); err != nil {
-				return err
-			}
-			if opening {
-				timer = time.NewTimer(r.opts.CheckpointInterval)
-				deadline = timer.C
-			}
-			r.mu.Lock()
-			r.prog.Done++
-			r.prog.Samples += int64(len(l.Samples))
-			if l.Failure != "" {
-				r.prog.Failed++
-			}
-			r.mu.Unlock()
-			if l.Failure != "" {
-				r.log.Warn("no usable teacher sample", "question", l.QuestionID, "round", l.Round, "reason", l.Failure)
-			}
-			if r.pw.Units() >= r.opts.CheckpointStates {
-				if err := commit(); err != nil {
-					return err
-				}
-			}
-			r.progress()
-		case <-deadline:
-			timer, deadline = nil, nil
-			if err := commit(); err != nil {
-				return err
-			}
-			r.progress()
-		}
-	}
-}
-
-// commit commits the current part, if any, and keeps label.json current.
-func (r *run) commit() error {
-	name, states, _, err := r.pw.Commit()
-	if err != nil || name == "" {
-		return err
-	}
+// wrote counts a label the engine wrote.
+func (r *run) wrote(ls []data.Label) {
+	l := ls[0]
 	r.mu.Lock()
-	r.prog.Parts++
+	r.prog.Samples += int64(len(l.Samples))
+	if l.Failure != "" {
+		r.prog.Failed++
+	}
 	r.mu.Unlock()
-	r.log.Info("checkpoint", "part", name, "states", states, "done", r.prog.Done, "of", r.prog.Total)
-	r.stamp(false)
-	return writeReport(r.opts.Out, r.rep)
+	if l.Failure != "" {
+		r.log.Warn("no usable teacher sample", "question", l.QuestionID, "round", l.Round, "reason", l.Failure)
+	}
 }
 
-func (r *run) progress() {
-	r.update(func(*Progress) {})
+// progress takes the engine's progress into the run's and reports it.
+func (r *run) progress(p stage.Progress) {
+	r.update(func(lp *Progress) {
+		lp.Total, lp.AlreadyDone, lp.Done, lp.Parts = p.Total, p.AlreadyDone, p.Done, p.Parts
+	})
 }
 
 // update changes the progress under the lock and reports it.
@@ -615,6 +375,21 @@ func (r *run) update(change func(*Progress)) {
 	if r.opts.Progress != nil {
 		r.opts.Progress(r.prog)
 	}
+}
+
+// usage is this invocation's model usage: the teacher's, and what the
+// labels of a batch run cost.
+func (r *run) usage() []llm.Stats {
+	var u []llm.Stats
+	if r.opts.Usage != nil {
+		u = slices.Clone(r.opts.Usage())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.batchUsage.Requests > 0 {
+		u = append(u, r.batchUsage)
+	}
+	return u
 }
 
 // addBatchUsage counts the usage of a label written by a batch run, at the
@@ -648,98 +423,14 @@ func (r *run) setPhase(phase string) {
 	r.update(func(p *Progress) { p.Phase = phase })
 }
 
-// stamp fills in the times, counts and usage of the report.
-func (r *run) stamp(ended bool) {
-	now := time.Now()
-	if ended {
-		r.rep.FinishedAt = now.UTC()
-	}
-	r.rep.WallSeconds = now.Sub(r.start).Seconds()
-	r.rep.Counts.Run = RunCounts{States: r.prog.Done, Failed: r.prog.Failed, Samples: r.prog.Samples}
-	r.rep.Counts.Parts = r.prog.Parts
-	r.rep.Usage = slices.Clone(r.prevUsage)
-	if r.opts.Usage != nil {
-		r.rep.Usage = llm.AddStats(r.rep.Usage, r.opts.Usage())
-	}
+// stamp fills in the counts of the report.
+func (r *run) stamp(p stage.Progress) {
+	c := &r.rep.Counts
+	c.Selected, c.AlreadyDone, c.Parts = p.Selected, p.AlreadyDone, p.Parts
 	r.mu.Lock()
-	if r.batchUsage.Requests > 0 {
-		r.rep.Usage = llm.AddStats(r.rep.Usage, []llm.Stats{r.batchUsage})
-	}
+	defer r.mu.Unlock()
+	c.Run = RunCounts{States: p.Done, Failed: r.prog.Failed, Samples: r.prog.Samples}
 	if r.batches != nil {
 		r.rep.Batches = slices.Clone(r.batches)
 	}
-	r.mu.Unlock()
-	r.rep.CostUSD = 0
-	for _, s := range r.rep.Usage {
-		r.rep.CostUSD += s.CostUSD
-	}
-}
-
-// interrupted records in label.json that the run ended early, and returns
-// err (ErrBudget for a budget stop).
-func (r *run) interrupted(err error) (Summary, error) {
-	r.stamp(true)
-	r.rep.Status, r.rep.Error = StatusInterrupted, err.Error()
-	if errors.Is(err, errBudgetStop) {
-		r.rep.BudgetReached = true
-		r.rep.Status, r.rep.Error = StatusBudget, ""
-		err = fmt.Errorf("%w: $%.4f spent of $%.4f after %d of %d states (%d labelled before); resume with a larger budget to go on",
-			ErrBudget, r.cost(), r.opts.BudgetUSD, r.prog.Done, r.prog.Total, r.prog.AlreadyDone)
-	}
-	if werr := writeReport(r.opts.Out, r.rep); werr != nil {
-		r.log.Warn("could not record the interruption", "err", werr)
-	}
-	return Summary{Report: r.rep}, err
-}
-
-// finish assembles labels.parquet from the parts, once they hold every
-// selected state exactly once, and writes label.json.
-func (r *run) finish(ctx context.Context) (Summary, error) {
-	out, err := r.assemble(ctx)
-	if err != nil {
-		return r.interrupted(fmt.Errorf("write %s: %w", LabelsFile, err))
-	}
-	r.stamp(true)
-	r.rep.Status = StatusDone
-	r.rep.Counts.Output = out
-	if err := writeReport(r.opts.Out, r.rep); err != nil {
-		return Summary{Report: r.rep}, err
-	}
-	r.log.Info("labelling done", "states", out.States, "failed", out.Failed, "seconds", r.rep.WallSeconds)
-	return Summary{Report: r.rep, Labels: filepath.Join(r.opts.Out, LabelsFile)}, nil
-}
-
-// assemble copies the rows of the parts, in order, into labels.parquet and
-// counts them.
-func (r *run) assemble(ctx context.Context) (OutputCounts, error) {
-	parts, err := data.ListParts(r.parts)
-	if err != nil {
-		return OutputCounts{}, err
-	}
-	w, err := data.CreateParquet[data.Label](filepath.Join(r.opts.Out, LabelsFile), data.KindLabels)
-	if err != nil {
-		return OutputCounts{}, err
-	}
-	defer w.Abort()
-	t := newTally()
-	for _, p := range parts {
-		err := data.EachRow(ctx, p.Path, data.KindLabels, func(rows []data.Label) error {
-			for i := range rows {
-				if err := t.add(&rows[i]); err != nil {
-					return fmt.Errorf("%s: %w", p.Path, err)
-				}
-			}
-			return w.Write(rows)
-		})
-		if err != nil {
-			return OutputCounts{}, err
-		}
-	}
-	if t.out.States != r.rep.Counts.Selected {
-		return OutputCounts{}, fmt.Errorf("the parts hold %d states, want %d", t.out.States, r.rep.Counts.Selected)
-	}
-	if err := w.Close(); err != nil {
-		return OutputCounts{}, err
-	}
-	return t.out, nil
 }

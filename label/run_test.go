@@ -385,8 +385,19 @@ func TestShardsAndMerge(t *testing.T) {
 	if _, err := Merge(t.Context(), filepath.Join(dir, "all"), outs); !errors.Is(err, ErrOutExists) {
 		t.Errorf("merge into a full directory: %v", err)
 	}
+	// Shards of another split, or a run not sharded, do not go with them.
+	half := filepath.Join(dir, "half")
+	if _, err := Run(t.Context(), Options{In: in, Out: half, Questions: qs, Teacher: RetrievalTruth{}, Shard: data.Shard{I: 1, N: 2},
+		Info: Info{Teacher: NameRetrievalTruth, Model: RetrievalTruthModel}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{{outs[0], half}, {half, outs[1]}} {
+		if _, err := Merge(t.Context(), filepath.Join(dir, "mixed"), bad); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "split the questions differently") {
+			t.Errorf("merge of shards of two splits: %v, want ErrMismatch", err)
+		}
+	}
 	rep, err = Merge(t.Context(), filepath.Join(dir, "part"), outs[:2])
-	if err != nil || rep.Error == "" {
-		t.Errorf("a partial merge: %v, report error %q", err, rep.Error)
+	if err != nil || !cmp.Equal(rep.MissingShards, []string{"2/3"}) || rep.Error != "" {
+		t.Errorf("a partial merge: %v, missing shards %v, error %q; want 2/3 missing", err, rep.MissingShards, rep.Error)
 	}
 }

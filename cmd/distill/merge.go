@@ -94,9 +94,9 @@ func mergeLabels(c *cli.Context, out string, inputs []string) error {
 		{"inputs", len(inputs)},
 		{"written", fmt.Sprintf("%d states, %d sufficient, %d failed", o.States, o.Sufficient, o.Failed)},
 	}
-	if rep.Error != "" {
-		rows = append(rows, [2]any{"missing shards", rep.Error})
-		loggerFrom(c).Warn("the merged labels lack shards of the split", "merged", rep.Error)
+	if len(rep.MissingShards) > 0 {
+		rows = append(rows, [2]any{"missing shards", strings.Join(rep.MissingShards, ", ")})
+		loggerFrom(c).Warn("the merged labels lack shards of the split", "missing", rep.MissingShards)
 	}
 	rows = append(rows, [2]any{"labels", filepath.Join(out, label.LabelsFile)}, [2]any{"run record", filepath.Join(out, label.ReportFile)})
 	return printCounts(c.App.Writer, rows)

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
 )
@@ -79,7 +80,7 @@ func TestShardsThenMerge(t *testing.T) {
 	if rep.Status != StatusDone || c.Selected != 90 || c.Output.Questions != 90 || c.Output.Failed != 9 || rep.Config.Shard != "" || len(rep.MissingShards) != 0 {
 		t.Errorf("merged report: status %s, counts %+v, shard %q, missing %v", rep.Status, c, rep.Config.Shard, rep.MissingShards)
 	}
-	if len(rep.Inputs) != 3 || rep.Inputs[0].Shard != "0/3" || rep.Inputs[0].Questions+rep.Inputs[1].Questions+rep.Inputs[2].Questions != 90 {
+	if len(rep.Inputs) != 3 || rep.Inputs[0].Shard != "0/3" || rep.Inputs[0].Units+rep.Inputs[1].Units+rep.Inputs[2].Units != 90 {
 		t.Errorf("inputs %+v", rep.Inputs)
 	}
 	if len(rep.Usage) != 1 || rep.Usage[0].Requests != 30 || rep.CostUSD != 1.5 {
@@ -112,7 +113,7 @@ func TestMergeErrors(t *testing.T) {
 	other4 := runShards(t, qs, 4, Options{})
 	unfinished := filepath.Join(t.TempDir(), "unfinished")
 	os.MkdirAll(unfinished, 0o755)
-	writeReport(unfinished, Report{Status: StatusRunning})
+	stage.WriteReport(unfinished, ReportFile, Report{Header: stage.Header{Status: StatusRunning}})
 	full := t.TempDir()
 	os.WriteFile(filepath.Join(full, "x"), nil, 0o644)
 
@@ -125,7 +126,7 @@ func TestMergeErrors(t *testing.T) {
 	}{
 		{"no inputs", "", nil, ErrOptions, ""},
 		{"same shard twice", "", []string{shards[0], shards[0]}, ErrMismatch, "both shard 0/2"},
-		{"a question twice", "", []string{first, overlapping}, nil, "appears twice"},
+		{"a question twice", "", []string{first, overlapping}, ErrMismatch, "appears twice"},
 		{"sharded and not", "", []string{shards[0], first}, ErrMismatch, "split the questions differently"},
 		{"other loop", "", []string{shards[0], fixed[1]}, ErrMismatch, "loop"},
 		{"other split", "", []string{shards[0], other4[1]}, ErrMismatch, "split the questions differently"},

@@ -1,16 +1,10 @@
 package runner
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
-	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/rollout"
 )
 
@@ -18,51 +12,29 @@ import (
 const (
 	TrajectoriesFile = "trajectories.parquet"
 	ReportFile       = "run.json"
-	PartsDir         = "parts"
+	PartsDir         = stage.PartsDir
 )
 
-// Statuses of a run, as run.json records them.
+// Statuses of a run, as run.json records them (see package stage).
 const (
-	// StatusRunning: the run started and has not ended, or was killed.
-	StatusRunning = "running"
-	// StatusInterrupted: the run ended early (cancelled, or a systemic
-	// error, in Report.Error); resume it.
-	StatusInterrupted = "interrupted"
-	// StatusDone: trajectories.parquet holds every selected question.
-	StatusDone = "done"
+	StatusRunning     = stage.StatusRunning
+	StatusInterrupted = stage.StatusInterrupted
+	StatusDone        = stage.StatusDone
 )
 
-// Report is the content of run.json: how a run was configured, what
-// produced its rows, what it did and what it cost. Run writes it when it
-// starts and at every checkpoint (status running), and when it ends (done,
-// or interrupted with the error).
+// Report is the content of run.json: the header every stage's report has
+// (status, times, resumes, usage and cost, and for a merge its inputs; see
+// package stage), how the run was configured, what produced its rows and
+// what it did. Run writes it when it starts and at every checkpoint
+// (status running), and when it ends (done, or interrupted with the error).
 type Report struct {
-	Status string `json:"status"`
-	// Error is the systemic error that interrupted the run.
-	Error   string `json:"error,omitempty"`
-	Version string `json:"version,omitempty"`
-	// StartedAt and FinishedAt bound this invocation (the last one of a
-	// resumed run); WallSeconds is its time so far, and QuestionsPerSecond
-	// the questions it ran per second of it.
-	StartedAt          time.Time `json:"started_at"`
-	FinishedAt         time.Time `json:"finished_at,omitzero"`
-	WallSeconds        float64   `json:"wall_seconds"`
-	QuestionsPerSecond float64   `json:"questions_per_second"`
-	// Resumes counts the earlier invocations this one continued.
-	Resumes int    `json:"resumes"`
-	Config  Config `json:"config"`
-	Roles   Roles  `json:"roles"`
-	Counts  Counts `json:"counts"`
-	// Usage is the model usage of each role, as the model client accounts
-	// it, over every invocation of the run (as far as each recorded it at
-	// its last checkpoint); CostUSD is its total cost.
-	Usage   []llm.Stats `json:"usage,omitempty"`
-	CostUSD float64     `json:"cost_usd"`
-	// Inputs lists the runs a merged output was made of, and
-	// MissingShards the shards of their split that are not among them
-	// (Merge only).
-	Inputs        []Input  `json:"inputs,omitempty"`
-	MissingShards []string `json:"missing_shards,omitempty"`
+	stage.Header
+	// QuestionsPerSecond is the questions this invocation ran per second
+	// of its wall time.
+	QuestionsPerSecond float64 `json:"questions_per_second"`
+	Config             Config  `json:"config"`
+	Roles              Roles   `json:"roles"`
+	Counts             Counts  `json:"counts"`
 }
 
 // Config is what decides which rows a run writes. A resumed run must have
@@ -204,39 +176,10 @@ type Failure struct {
 const maxFailures = 20
 
 // Input is one run that a merged output was made of.
-type Input struct {
-	Dir         string  `json:"dir"`
-	Shard       string  `json:"shard,omitempty"`
-	Questions   int     `json:"questions"`
-	Rows        int64   `json:"rows"`
-	WallSeconds float64 `json:"wall_seconds"`
-}
+type Input = stage.Input
 
 // ReadReport reads DIR/run.json.
-func ReadReport(dir string) (Report, error) {
-	var r Report
-	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
-	if err != nil {
-		return r, err // *fs.PathError names the file
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("read %s: %w", filepath.Join(dir, ReportFile), err)
-	}
-	return r, nil
-}
-
-// writeReport writes DIR/run.json atomically.
-func writeReport(dir string, r Report) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("write run report: %w", err)
-	}
-	return data.WriteFileAtomic(filepath.Join(dir, ReportFile), append(b, '\n'))
-}
-
-// ErrMismatch is the cause of errors about runs that cannot be continued or
-// merged because they were configured differently.
-var ErrMismatch = errors.New("runs configured differently")
+func ReadReport(dir string) (Report, error) { return stage.ReadReport[Report](dir, ReportFile) }
 
 // sameRows says how a and b differ in what decides the rows they write: the
 // loop, the limit and the role names and models, and with shards the shard;

@@ -1,18 +1,17 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
 )
@@ -95,15 +94,19 @@ type Summary struct {
 	Trajectories string
 }
 
-// Errors that callers branch on.
+// Errors that callers branch on: package stage's, the same values as
+// package label's.
 var (
 	// ErrOptions is the cause of errors about bad Options.
-	ErrOptions = errors.New("bad run options")
+	ErrOptions = stage.ErrOptions
 	// ErrOutExists is returned when Out is not empty and Resume is not set.
-	ErrOutExists = errors.New("output directory is not empty")
+	ErrOutExists = stage.ErrOutExists
 	// ErrNotRun is returned when Resume finds a directory that is not a
 	// run's output.
-	ErrNotRun = errors.New("not the output directory of a rollout")
+	ErrNotRun = stage.ErrNotRun
+	// ErrMismatch is the cause of errors about runs that cannot be
+	// continued or merged because they were configured differently.
+	ErrMismatch = stage.ErrMismatch
 )
 
 // Run runs the loop over the questions with Workers goroutines and writes
@@ -120,31 +123,28 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	return r.run(ctx)
+	if err := stage.Run(ctx, r.job()); err != nil {
+		return Summary{Report: r.report}, err
+	}
+	out := r.report.Counts.Output
+	r.log.Info("rollout done", "questions", out.Questions, "failed", out.Failed, "rows", out.Rows,
+		"seconds", r.report.WallSeconds, "questions_per_second", r.report.QuestionsPerSecond)
+	return Summary{Report: r.report, Trajectories: filepath.Join(r.opts.Out, TrajectoriesFile)}, nil
 }
 
-// run is the state of one invocation.
+// run is what one invocation keeps beside the engine's state: the report
+// and the counts of the rows written and read.
 type run struct {
 	opts   Options
 	log    *slog.Logger
-	parts  string
-	start  time.Time
 	report Report
-	// fresh is set when the output directory was empty or absent, and
-	// created when Run created it.
-	fresh, created bool
-	// todo holds the ids of the questions this invocation runs.
-	todo map[string]struct{}
-	pw   *data.PartWriter[data.State]
-	prog Progress
-	// prevUsage is the usage that earlier invocations recorded.
-	prevUsage []llm.Stats
-	// out is trajectories.parquet being written: the rows of the earlier
-	// parts, then each question's as it is written to its part. tally
-	// counts them, src being the part they go to.
-	out   *data.ParquetWriter[data.State]
+	// failed and states count the failed questions and the states of the
+	// others that this invocation wrote (the engine's writer goroutine
+	// updates them).
+	failed int
+	states int64
+	// tally counts the rows of trajectories.parquet as it is assembled.
 	tally *tally
-	src   int
 }
 
 func newRun(o Options) (*run, error) {
@@ -167,24 +167,16 @@ func newRun(o Options) (*run, error) {
 	if err := checkLoop(o.Loop); err != nil {
 		return nil, err
 	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.CheckpointQuestions == 0 {
-		o.CheckpointQuestions = DefaultCheckpointQuestions
-	}
-	if o.CheckpointInterval == 0 {
-		o.CheckpointInterval = DefaultCheckpointInterval
-	}
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.CheckpointQuestions = cmp.Or(o.CheckpointQuestions, DefaultCheckpointQuestions)
+	o.CheckpointInterval = cmp.Or(o.CheckpointInterval, DefaultCheckpointInterval)
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &run{opts: o, log: log, parts: filepath.Join(o.Out, PartsDir)}
-	r.pw = data.NewPartWriter[data.State](r.parts, data.KindTrajectories, 0)
+	r := &run{opts: o, log: log, tally: newTally()}
 	r.report = Report{
-		Status:  StatusRunning,
-		Version: o.Info.Version,
+		Header: stage.Header{Version: o.Info.Version},
 		Config: Config{
 			Questions: o.Info.Questions, Retriever: o.Info.Retriever,
 			Limit: o.Limit, Shard: o.Shard.String(), Workers: o.Workers,
@@ -211,407 +203,130 @@ func checkLoop(o rollout.Options) error {
 	return err
 }
 
-func (r *run) run(ctx context.Context) (Summary, error) {
-	r.start = time.Now()
-	r.report.StartedAt = r.start.UTC()
-	if err := r.begin(ctx); err != nil {
-		if r.out != nil {
-			r.out.Abort()
-		}
-		if r.fresh {
-			// Leave nothing behind that would need --resume.
-			os.Remove(r.parts)
-			if r.created {
-				os.Remove(r.opts.Out)
+// layout describes a rollout's output to the engine: trajectories, whose
+// units are questions.
+func layout(count func([]data.State) error) stage.Layout[string, data.State, *Report] {
+	return stage.Layout[string, data.State, *Report]{
+		File: TrajectoriesFile, ReportFile: ReportFile, Kind: data.KindTrajectories, Unit: "questions",
+		Key:      func(s *data.State) string { return s.QuestionID },
+		Describe: func(id string) string { return "question " + id },
+		Count:    count,
+		Read: func(dir string) (*Report, error) {
+			rep, err := ReadReport(dir)
+			return &rep, err
+		},
+		Same: func(a, b *Report, shard bool) error { return sameRows(*a, *b, shard) },
+	}
+}
+
+// job is this invocation for the engine.
+func (r *run) job() stage.Job[string, data.Question, data.State, *Report] {
+	o := r.opts
+	return stage.Job[string, data.Question, data.State, *Report]{
+		Layout: layout(r.tally.question),
+		Name:   "rollout", Report: &r.report, Out: o.Out, Resume: o.Resume, Input: "questions",
+		Units:   r.questions,
+		UnitKey: func(q data.Question) string { return q.ID },
+		Work:    r.work,
+		Workers: o.Workers, CheckpointUnits: o.CheckpointQuestions, CheckpointInterval: o.CheckpointInterval,
+		Usage:    o.Usage,
+		Wrote:    r.wrote,
+		Stamp:    r.stamp,
+		Finish:   r.finish,
+		Progress: r.progress,
+		Logger:   r.log, LogAttrs: []any{"shard", o.Shard.String(), "limit", o.Limit},
+	}
+}
+
+// questions yields the questions of the run: the first Limit unique ids of
+// the input that the Shard holds. With count it counts the input's
+// questions and repeated ids into the report.
+func (r *run) questions(_ context.Context, count bool) iter.Seq2[data.Question, error] {
+	return func(yield func(data.Question, error) bool) {
+		seen := make(map[string]struct{})
+		dups, i := 0, 0
+		for q, err := range r.opts.Questions {
+			if err != nil {
+				yield(data.Question{}, fmt.Errorf("read questions: %w", err))
+				return
+			}
+			if r.opts.Limit > 0 && len(seen) == r.opts.Limit {
+				break
+			}
+			i++
+			if q.ID == "" {
+				yield(data.Question{}, fmt.Errorf("read questions: question %d has no id", i))
+				return
+			}
+			if _, dup := seen[q.ID]; dup {
+				dups++ // a repeated id runs once
+				continue
+			}
+			seen[q.ID] = struct{}{}
+			if r.opts.Shard.Holds(q.ID) && !yield(q, nil) {
+				return
 			}
 		}
-		return Summary{Report: r.report}, err
-	}
-	defer r.out.Abort() // unless finish closed it
-	c := &r.report.Counts
-	r.log.Info("rollout starting", "out", r.opts.Out, "selected", c.Selected, "already_done", c.AlreadyDone,
-		"to_run", len(r.todo), "workers", r.opts.Workers, "shard", r.opts.Shard.String(), "limit", r.opts.Limit)
-	r.progress()
-
-	if err := r.pipeline(ctx); err != nil {
-		return r.interrupted(err)
-	}
-	return r.finish()
-}
-
-// begin prepares the output directory, reads what earlier invocations
-// wrote, selects the questions to run and writes the first run.json.
-func (r *run) begin(ctx context.Context) error {
-	if err := r.prepare(); err != nil {
-		return err
-	}
-	if err := r.openOutput(ctx); err != nil {
-		return err
-	}
-	if err := r.selectQuestions(); err != nil {
-		return err
-	}
-	return writeReport(r.opts.Out, r.report)
-}
-
-// prepare checks the output directory, and for a resumed run reads what
-// the earlier invocations wrote.
-func (r *run) prepare() error {
-	out := r.opts.Out
-	entries, err := os.ReadDir(out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("output directory: %w", err)
-	}
-	r.fresh, r.created = len(entries) == 0, errors.Is(err, os.ErrNotExist)
-	if !r.fresh {
-		if !r.opts.Resume {
-			return fmt.Errorf("%s: %w", out, ErrOutExists)
-		}
-		prev, err := ReadReport(out)
-		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s has no %s: %w", out, ReportFile, ErrNotRun)
-		}
-		if err != nil {
-			return err
-		}
-		if err := sameRows(prev, r.report, true); err != nil {
-			return fmt.Errorf("resume %s: %w", out, err)
-		}
-		r.report.Resumes = prev.Resumes + 1
-		r.prevUsage = prev.Usage
-	}
-	removed, err := data.PrepareParts(out, r.parts)
-	for _, path := range removed {
-		r.log.Info("removed the leftover of an interrupted write", "file", path)
-	}
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
-// openOutput starts trajectories.parquet with the rows of the parts that
-// earlier invocations wrote, in order, counting them.
-func (r *run) openOutput(ctx context.Context) error {
-	parts, err := data.ListParts(r.parts)
-	if err != nil {
-		return err
-	}
-	w, err := data.CreateParquet[data.State](filepath.Join(r.opts.Out, TrajectoriesFile), data.KindTrajectories)
-	if err != nil {
-		return err
-	}
-	r.out, r.tally = w, newTally()
-	for _, p := range parts {
-		src := r.tally.source(filepath.Join(PartsDir, filepath.Base(p.Path)))
-		err := data.EachRow(ctx, p.Path, data.KindTrajectories, func(rows []data.State) error {
-			for i := range rows {
-				if err := r.tally.add(src, &rows[i]); err != nil {
-					return err
-				}
+		if count {
+			c := &r.report.Counts
+			c.InputQuestions, c.DuplicateIDs = len(seen)+dups, dups
+			if dups > 0 {
+				r.log.Warn("questions with a repeated id skipped", "count", dups)
 			}
-			return w.Write(rows)
-		})
-		if err == nil {
-			err = r.tally.endSource()
-		}
-		if err != nil {
-			return fmt.Errorf("read checkpoint: %w", err)
 		}
 	}
-	if len(parts) > 0 {
-		r.pw = data.NewPartWriter[data.State](r.parts, data.KindTrajectories, parts[len(parts)-1].N+1)
-	}
-	r.prog.Parts = len(parts)
-	return nil
 }
 
-// selectQuestions reads the ids of the questions, keeps those of the run
-// (the first Limit unique ids that the shard holds) and, of those, the ones
-// no part holds yet: the questions to run now.
-func (r *run) selectQuestions() error {
-	done := r.tally.seen
-	c := &r.report.Counts
-	seen := make(map[string]struct{})
-	r.todo = make(map[string]struct{})
-	i := 0
-	for q, err := range r.opts.Questions {
-		if err != nil {
-			return fmt.Errorf("read questions: %w", err)
-		}
-		if r.opts.Limit > 0 && len(seen) == r.opts.Limit {
-			break
-		}
-		i++
-		if q.ID == "" {
-			return fmt.Errorf("read questions: question %d has no id", i)
-		}
-		if _, dup := seen[q.ID]; dup {
-			c.DuplicateIDs++
-			continue
-		}
-		seen[q.ID] = struct{}{}
-		if !r.opts.Shard.Holds(q.ID) {
-			continue
-		}
-		c.Selected++
-		if _, ok := done[q.ID]; ok {
-			c.AlreadyDone++
-			continue
-		}
-		r.todo[q.ID] = struct{}{}
-	}
-	c.InputQuestions = len(seen) + c.DuplicateIDs
-	if extra := len(done) - c.AlreadyDone; extra > 0 {
-		return fmt.Errorf("resume %s: its parts hold %d questions that this run does not select (different questions file?): %w", r.opts.Out, extra, ErrMismatch)
-	}
-	if c.DuplicateIDs > 0 {
-		r.log.Warn("questions with a repeated id skipped", "count", c.DuplicateIDs)
-	}
-	r.prog.Total, r.prog.AlreadyDone = len(r.todo), c.AlreadyDone
-	return nil
-}
-
-// result is one question's rows, from a worker to the writer.
-type result struct {
-	id      string
-	states  []data.State
-	failure string
-}
-
-// pipeline runs the questions: a producer hands them to at most Workers
-// goroutines, which send their rows to the one goroutine that writes the
-// parts. It returns when every question is written or the run fails.
-func (r *run) pipeline(ctx context.Context) error {
-	if len(r.todo) == 0 {
-		return nil
-	}
-	g, ctx := errgroup.WithContext(ctx)
-	results := make(chan result, r.opts.Workers)
-	g.Go(func() error { return r.write(results) })
-	g.Go(func() error {
-		defer close(results) // ends the writer, once every worker is done
-		return r.dispatch(ctx, results)
-	})
-	return g.Wait()
-}
-
-// dispatch reads the questions again and runs those to do, Workers at a
-// time. It returns when every worker has returned.
-func (r *run) dispatch(ctx context.Context, results chan<- result) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(r.opts.Workers)
-	var readErr error
-	for q, err := range r.opts.Questions {
-		if err != nil {
-			readErr = fmt.Errorf("read questions: %w", err)
-			break
-		}
-		if ctx.Err() != nil || len(r.todo) == 0 {
-			break
-		}
-		if _, ok := r.todo[q.ID]; !ok {
-			continue
-		}
-		delete(r.todo, q.ID) // a repeated id runs once
-		g.Go(func() error { return r.runOne(ctx, q, results) })
-	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-	if readErr == nil && len(r.todo) > 0 && ctx.Err() == nil {
-		readErr = fmt.Errorf("read questions: %d selected questions were not there the second time (did the input change?)", len(r.todo))
-	}
-	return readErr
-}
-
-// runOne runs the loop on one question and sends its rows to the writer.
-func (r *run) runOne(ctx context.Context, q data.Question, results chan<- result) error {
+// work runs the loop on one question and returns its rows.
+func (r *run) work(ctx context.Context, q data.Question) ([]data.State, error) {
 	tr, err := rollout.Run(ctx, q, r.opts.Roles, r.opts.Loop)
-	res := result{id: q.ID, states: tr.States}
 	var roleErr *rollout.RoleError
 	switch {
 	case errors.Is(err, llm.ErrAuth):
 		// Refused credentials fail every question: systemic.
-		return fmt.Errorf("question %s: %w", q.ID, err)
+		return nil, fmt.Errorf("question %s: %w", q.ID, err)
 	case errors.As(err, &roleErr):
-		res = result{id: q.ID, states: []data.State{rollout.FailedState(q, err)}, failure: err.Error()}
+		return []data.State{rollout.FailedState(q, err)}, nil
 	case err != nil:
-		return fmt.Errorf("question %s: %w", q.ID, err)
+		return nil, fmt.Errorf("question %s: %w", q.ID, err)
 	case len(tr.States) == 0 || !tr.States[len(tr.States)-1].IsFinal:
-		return fmt.Errorf("question %s: the loop returned no final state", q.ID)
+		return nil, fmt.Errorf("question %s: the loop returned no final state", q.ID)
 	}
-	select {
-	case results <- res:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return tr.States, nil
 }
 
-// write is the one goroutine that writes the output: it adds each
-// question's rows to the current part and to trajectories.parquet, and
-// commits the part after CheckpointQuestions questions or
-// CheckpointInterval, and when results is closed. It returns when results
-// is closed or a write fails.
-func (r *run) write(results <-chan result) error {
-	defer r.pw.Abort() // an uncommitted part of a failed run is dropped
-	var (
-		timer    *time.Timer
-		deadline <-chan time.Time // nil while no part is open
-	)
-	commit := func() error {
-		if timer != nil {
-			timer.Stop()
-			timer, deadline = nil, nil
-		}
-		return r.commit()
+// wrote counts a question the engine wrote; a failed one is its one
+// failure row.
+func (r *run) wrote(rows []data.State) {
+	if f := rows[0].Failure; f != "" {
+		r.failed++
+		r.log.Warn("question failed", "question", rows[0].QuestionID, "reason", f)
+		return
 	}
-	for {
-		select {
-		case res, ok := <-results:
-			if !ok {
-				if err := commit(); err != nil {
-					return err
-				}
-				r.progress()
-				return nil
-			}
-			opening := !r.pw.Open()
-			if err := r.record(res); err != nil {
-				return err
-			}
-			if opening {
-				timer = time.NewTimer(r.opts.CheckpointInterval)
-				deadline = timer.C
-			}
-			if r.pw.Units() >= r.opts.CheckpointQuestions {
-				if err := commit(); err != nil {
-					return err
-				}
-			}
-			r.progress()
-		case <-deadline:
-			timer, deadline = nil, nil
-			if err := commit(); err != nil {
-				return err
-			}
-			r.progress()
-		}
-	}
+	r.states += int64(len(rows))
 }
 
-// record writes one question's rows to the current part (starting one if
-// needed) and to trajectories.parquet, and counts them.
-func (r *run) record(res result) error {
-	if !r.pw.Open() {
-		r.src = r.tally.source(filepath.Join(PartsDir, data.PartName(r.pw.Next())))
-	}
-	if err := r.pw.Write(res.states); err != nil {
-		return err
-	}
-	for i := range res.states {
-		if err := r.tally.add(r.src, &res.states[i]); err != nil {
-			return err
-		}
-	}
-	if err := r.out.Write(res.states); err != nil {
-		return err
-	}
-	if res.failure != "" {
-		r.prog.Failed++
-		r.log.Warn("question failed", "question", res.id, "reason", res.failure)
-	} else {
-		r.prog.Done++
-		r.prog.States += int64(len(res.states))
-	}
-	return nil
-}
-
-// commit commits the current part, if one is open, and writes out the rows
-// trajectories.parquet buffers, so memory stays flat between checkpoints.
-func (r *run) commit() error {
-	name, questions, rows, err := r.pw.Commit()
-	if err != nil || name == "" {
-		return err
-	}
-	if err := r.out.Flush(); err != nil {
-		return err
-	}
-	r.prog.Parts++
-	r.log.Info("checkpoint", "part", name, "questions", questions, "rows", rows,
-		"done", r.prog.Done, "failed", r.prog.Failed, "of", r.prog.Total)
-	// Keep run.json current, so that a resumed run knows the usage so far.
-	r.stamp(false)
-	r.report.Counts.Output.Parts = r.prog.Parts
-	return writeReport(r.opts.Out, r.report)
-}
-
-func (r *run) progress() {
-	if r.opts.Progress != nil {
-		r.opts.Progress(r.prog)
-	}
-}
-
-// stamp fills in the times, counts and usage of the report; ended says
-// whether the invocation has ended.
-func (r *run) stamp(ended bool) {
-	now := time.Now()
+// stamp fills in the counts of the report.
+func (r *run) stamp(p stage.Progress) {
 	rep := &r.report
-	if ended {
-		rep.FinishedAt = now.UTC()
-	}
-	wall := now.Sub(r.start)
-	rep.WallSeconds = wall.Seconds()
 	c := &rep.Counts
-	c.Run = RunCounts{Done: r.prog.Done, Failed: r.prog.Failed, States: r.prog.States}
-	if wall > 0 {
-		rep.QuestionsPerSecond = float64(c.Run.Done+c.Run.Failed) / wall.Seconds()
-	}
-	rep.Usage = slices.Clone(r.prevUsage)
-	if r.opts.Usage != nil {
-		rep.Usage = llm.AddStats(rep.Usage, r.opts.Usage())
-	}
-	rep.CostUSD = 0
-	for _, s := range rep.Usage {
-		rep.CostUSD += s.CostUSD
+	c.Selected, c.AlreadyDone = p.Selected, p.AlreadyDone
+	c.Run = RunCounts{Done: p.Done - r.failed, Failed: r.failed, States: r.states}
+	c.Output.Parts = p.Parts
+	if rep.WallSeconds > 0 {
+		rep.QuestionsPerSecond = float64(p.Done) / rep.WallSeconds
 	}
 }
 
-// interrupted records in run.json that the run ended early, and returns err.
-func (r *run) interrupted(err error) (Summary, error) {
-	r.stamp(true)
-	r.report.Status, r.report.Error = StatusInterrupted, err.Error()
-	r.report.Counts.Output.Parts = r.prog.Parts
-	if werr := writeReport(r.opts.Out, r.report); werr != nil {
-		r.log.Warn("could not record the interruption", "err", werr)
-	}
-	return Summary{Report: r.report}, err
+// finish records what trajectories.parquet holds, once it is complete.
+func (r *run) finish() {
+	r.report.Counts.Output = r.tally.c
+	r.tally.seen(&r.report.Roles)
 }
 
-// finish commits trajectories.parquet, once it holds every selected
-// question, and writes run.json.
-func (r *run) finish() (Summary, error) {
-	out, err := r.tally.done()
-	if err == nil && out.Questions != r.report.Counts.Selected {
-		err = fmt.Errorf("the parts hold %d questions, want %d", out.Questions, r.report.Counts.Selected)
+func (r *run) progress(p stage.Progress) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(Progress{Total: p.Total, AlreadyDone: p.AlreadyDone, Done: p.Done - r.failed, Failed: r.failed,
+			States: r.states, Parts: p.Parts})
 	}
-	if err == nil {
-		err = r.out.Close()
-	}
-	if err != nil {
-		return r.interrupted(fmt.Errorf("write %s: %w", TrajectoriesFile, err))
-	}
-	out.Parts = r.prog.Parts
-	r.stamp(true)
-	rep := &r.report
-	rep.Status = StatusDone
-	rep.Counts.Output = out
-	rep.Roles.Judge.Seen, rep.Roles.Extractor.Seen, rep.Roles.Reader.Seen = seenOf(r.tally.judge), seenOf(r.tally.extractor), seenOf(r.tally.reader)
-	if err := writeReport(r.opts.Out, *rep); err != nil {
-		return Summary{Report: *rep}, err
-	}
-	r.log.Info("rollout done", "questions", out.Questions, "failed", out.Failed, "rows", out.Rows,
-		"seconds", rep.WallSeconds, "questions_per_second", rep.QuestionsPerSecond)
-	return Summary{Report: *rep, Trajectories: filepath.Join(r.opts.Out, TrajectoriesFile)}, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
@@ -127,8 +128,7 @@ func TestRunReport(t *testing.T) {
 	// (4 retrievals) failed.
 	const states = 10*2 + 10*3 + 10*4 + 9*5
 	want := Report{
-		Status:  StatusDone,
-		Version: "v9",
+		Header: stage.Header{Status: StatusDone, Version: "v9", Usage: usage, CostUSD: 0.25},
 		Config: Config{
 			Questions: "fake questions", Retriever: "fake index", Limit: 40, Workers: 3,
 			CheckpointQuestions: DefaultCheckpointQuestions, CheckpointSeconds: DefaultCheckpointInterval.Seconds(),
@@ -149,10 +149,8 @@ func TestRunReport(t *testing.T) {
 				Failures: []Failure{{QuestionID: "q0007", Reason: `judge at round 0: model unreachable for "question 7 needs 4 fail at 0"`}},
 			},
 		},
-		Usage:   usage,
-		CostUSD: 0.25,
 	}
-	ignore := cmpopts.IgnoreFields(Report{}, "StartedAt", "FinishedAt", "WallSeconds", "QuestionsPerSecond")
+	ignore := cmpopts.IgnoreFields(Report{}, "Header.StartedAt", "Header.FinishedAt", "Header.WallSeconds", "QuestionsPerSecond")
 	if diff := cmp.Diff(want, rep, ignore); diff != "" {
 		t.Errorf("run.json (-want +got):\n%s", diff)
 	}
@@ -228,26 +226,6 @@ func TestRunSystemicErrorStops(t *testing.T) {
 	checkOutput(t, out, ids(qs))
 	if sum.Counts.AlreadyDone != 30 || sum.Resumes != 1 {
 		t.Errorf("resume: already done %d (want 30: every question before the broken one), resumes %d", sum.Counts.AlreadyDone, sum.Resumes)
-	}
-}
-
-// TestRunWriteFailureStops: when the output cannot be written, the run
-// stops (workers blocked on the writer included) and says why.
-func TestRunWriteFailureStops(t *testing.T) {
-	qs := makeQuestions(200, nil)
-	roles, judge := fakeRoles()
-	out := t.TempDir()
-	judge.after = func(n int64) {
-		if n == 50 {
-			os.RemoveAll(filepath.Join(out, PartsDir))
-		}
-	}
-	_, err := Run(context.Background(), Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: 8, CheckpointQuestions: 1})
-	if !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("Run: %v, want the error of the lost parts directory", err)
-	}
-	if calls := judge.calls.Load(); calls > 50+8*5+5 {
-		t.Errorf("%d judge calls: the workers went on after the writer failed", calls)
 	}
 }
 
@@ -357,7 +335,7 @@ func TestRunResumeAfterKill(t *testing.T) {
 			os.WriteFile(filepath.Join(out, "."+TrajectoriesFile+".tmp-1"), []byte("PAR1 torn"), 0o644)
 			rep, _ := ReadReport(full)
 			rep.Status = StatusRunning
-			if err := writeReport(out, rep); err != nil {
+			if err := stage.WriteReport(out, ReportFile, rep); err != nil {
 				t.Fatal(err)
 			}
 
@@ -493,47 +471,6 @@ func TestRunBadInputLeavesNothing(t *testing.T) {
 	}
 }
 
-func TestRunCheckpointInterval(t *testing.T) {
-	// A question that waits longer than the interval after the one before
-	// finds that one committed in a part of its own.
-	qs := makeQuestions(4, nil)
-	roles, _ := fakeRoles()
-	release := make(chan struct{})
-	roles.Reader = readerFunc(func() { <-release })
-	progress := make(chan Progress, 100)
-	out := t.TempDir()
-	done := make(chan error, 1)
-	go func() {
-		_, err := Run(context.Background(), Options{
-			Questions: Slice(qs), Roles: roles, Out: out, Workers: 1, CheckpointInterval: time.Millisecond,
-			Progress: func(p Progress) { progress <- p },
-		})
-		done <- err
-	}()
-	for k := 1; k <= len(qs); k++ {
-		release <- struct{}{}
-		for p := range progress {
-			if p.Parts == k {
-				break
-			}
-		}
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if n := len(mustParts(t, out)); n != len(qs) {
-		t.Errorf("%d parts, want %d", n, len(qs))
-	}
-	checkOutput(t, out, ids(qs))
-}
-
-type readerFunc func()
-
-func (f readerFunc) Answer(context.Context, string, data.Context) (rollout.ReadResult, error) {
-	f()
-	return rollout.ReadResult{Answer: "a"}, nil
-}
-
 func TestQuestionsFile(t *testing.T) {
 	dir := t.TempDir()
 	qs := makeQuestions(300, nil)
@@ -615,7 +552,7 @@ func sampleIndex(tb testing.TB, w *synth.World) *bm25.Index {
 }
 
 func TestReportJSONRoundTrip(t *testing.T) {
-	r := Report{Status: StatusDone, Counts: Counts{Output: OutputCounts{Rounds: map[int]int{1: 2, 4: 1}}}}
+	r := Report{Header: stage.Header{Status: StatusDone}, Counts: Counts{Output: OutputCounts{Rounds: map[int]int{1: 2, 4: 1}}}}
 	b, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)

@@ -2,35 +2,21 @@ package runner
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/distill-rag/distill/data"
 )
 
-// tally counts the rows of an output, question by question, as they stream
-// past, and checks that each question appears once: its rows contiguous,
-// its last row final (or a failure). Memory grows with the number of
-// question ids only.
+// tally counts the rows of an output, question by question, as the engine
+// streams them past (stage.Layout.Count), and checks that each question
+// ends with a final row (or is one failure row). The engine checks that no
+// question appears twice.
 type tally struct {
 	c OutputCounts
-	// sources names where rows come from (parts, inputs), for errors.
-	sources []string
-	// seen maps each question id to the source it came from.
-	seen map[string]int
-	// The current question (when open): its id, rows, and its last row.
-	open    bool
-	cur     string
-	curRows int64
-	last    rowSummary
 	// Models and templates seen, by role.
 	judge, extractor, reader map[modelTemplate]int64
-}
-
-type rowSummary struct {
-	final   bool
-	failure string
-	round   int32
 }
 
 type modelTemplate struct{ model, template string }
@@ -38,38 +24,41 @@ type modelTemplate struct{ model, template string }
 func newTally() *tally {
 	return &tally{
 		c:     OutputCounts{Rounds: map[int]int{}},
-		seen:  make(map[string]int),
 		judge: map[modelTemplate]int64{}, extractor: map[modelTemplate]int64{}, reader: map[modelTemplate]int64{},
 	}
 }
 
-// source registers a source of rows and returns its number for add.
-func (t *tally) source(name string) int {
-	t.sources = append(t.sources, name)
-	return len(t.sources) - 1
+// question counts the rows of one question.
+func (t *tally) question(rows []data.State) error {
+	last := rows[len(rows)-1]
+	if last.QuestionID == "" {
+		return errors.New("a row has no question id")
+	}
+	t.c.Questions++
+	t.c.Rows += int64(len(rows))
+	for i := range rows {
+		t.add(&rows[i])
+	}
+	switch {
+	case last.Failure != "":
+		t.c.Failed++
+		if len(t.c.Failures) < maxFailures {
+			t.c.Failures = append(t.c.Failures, Failure{QuestionID: last.QuestionID, Reason: last.Failure})
+		}
+	case last.IsFinal:
+		t.c.Done++
+		t.c.States += int64(len(rows))
+		t.c.Rounds[int(last.Round)]++
+	default:
+		return fmt.Errorf("question %s has no final state", last.QuestionID)
+	}
+	return nil
 }
 
-// add counts one row read from source src.
-func (t *tally) add(src int, st *data.State) error {
-	if st.QuestionID == "" {
-		return fmt.Errorf("%s: a row has no question id", t.sources[src])
-	}
-	if !t.open || st.QuestionID != t.cur {
-		if err := t.endQuestion(); err != nil {
-			return err
-		}
-		if prev, dup := t.seen[st.QuestionID]; dup {
-			return fmt.Errorf("question %s appears twice (in %s and %s)", st.QuestionID, t.sources[prev], t.sources[src])
-		}
-		t.seen[st.QuestionID] = src
-		t.open, t.cur, t.curRows = true, st.QuestionID, 0
-		t.c.Questions++
-	}
-	t.curRows++
-	t.c.Rows++
-	t.last = rowSummary{final: st.IsFinal, failure: st.Failure, round: st.Round}
+// add counts the calls that one row records.
+func (t *tally) add(st *data.State) {
 	if st.Failure != "" {
-		return nil // a failure row records no call
+		return // a failure row records no call
 	}
 	if st.JudgeParseError != "" {
 		t.c.JudgeParseFailures++
@@ -97,39 +86,11 @@ func (t *tally) add(src int, st *data.State) error {
 	if st.IsFinal {
 		t.reader[modelTemplate{st.ReaderModel, st.ReaderTemplate}]++
 	}
-	return nil
 }
 
-// endSource closes the current question at the end of a source: a
-// question's rows never span two sources.
-func (t *tally) endSource() error { return t.endQuestion() }
-
-// endQuestion closes the current question, if one is open.
-func (t *tally) endQuestion() error {
-	if !t.open {
-		return nil
-	}
-	t.open = false
-	switch {
-	case t.last.failure != "":
-		t.c.Failed++
-		if len(t.c.Failures) < maxFailures {
-			t.c.Failures = append(t.c.Failures, Failure{QuestionID: t.cur, Reason: t.last.failure})
-		}
-	case t.last.final:
-		t.c.Done++
-		t.c.States += t.curRows
-		t.c.Rounds[int(t.last.round)]++
-	default:
-		return fmt.Errorf("question %s (in %s) has no final state", t.cur, t.sources[t.seen[t.cur]])
-	}
-	return nil
-}
-
-// done closes the last question and returns the counts.
-func (t *tally) done() (OutputCounts, error) {
-	err := t.endQuestion()
-	return t.c, err
+// seen fills in what the rows record of each role's models and templates.
+func (t *tally) seen(r *Roles) {
+	r.Judge.Seen, r.Extractor.Seen, r.Reader.Seen = seenOf(t.judge), seenOf(t.extractor), seenOf(t.reader)
 }
 
 // seenOf lists a role's models and templates, most rows first.

@@ -1,0 +1,203 @@
+package stage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/llm"
+)
+
+// MergeJob is what Merge needs of a stage beyond its layout.
+type MergeJob[K comparable, R any, P Report] struct {
+	Layout[K, R, P]
+	// Shard returns the shard of a run ("i/n"; "" for one not sharded),
+	// and Selected the units it selected, which its output holds.
+	Shard    func(P) string
+	Selected func(P) int
+	// Combine returns the report of the merge, once Count has seen every
+	// row: the configuration of the first input less its shard, the
+	// stage's counts added up, the output's counts. Merge fills in its
+	// header.
+	Combine func(reps []P) P
+}
+
+// Merge joins the outputs of finished runs of a stage, typically its
+// shards, into out: the output file holds the rows of every input, in the
+// order of inputs, and the report their combined one (Header.Inputs lists
+// them, Header.MissingShards names the shards of their split that are not
+// among them). The inputs must be done, configured alike but for their
+// shard, distinct shards of one split (ErrMismatch), and hold no unit in
+// common (ErrMismatch); out must be empty or absent (ErrOutExists) and
+// none of the inputs. Otherwise nothing is written. Rows are streamed:
+// memory grows with the number of units only.
+func Merge[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, j MergeJob[K, R, P]) (P, error) {
+	var zero P
+	if len(inputs) == 0 {
+		return zero, fmt.Errorf("merge: no inputs: %w", ErrOptions)
+	}
+	if out == "" {
+		return zero, fmt.Errorf("merge: no output directory: %w", ErrOptions)
+	}
+	start := time.Now()
+	reps := make([]P, len(inputs))
+	shards := map[string]string{}
+	for i, dir := range inputs {
+		if same, err := sameDir(dir, out); err != nil || same {
+			if err == nil {
+				err = fmt.Errorf("merge: input %s is the output directory: %w", dir, ErrOptions)
+			}
+			return zero, err
+		}
+		rep, err := j.Read(dir)
+		if err != nil {
+			return zero, fmt.Errorf("merge: %w", err)
+		}
+		if st := rep.header().Status; st != StatusDone {
+			return zero, fmt.Errorf("merge: %s has not finished (status %s): resume it first", dir, st)
+		}
+		shard := j.Shard(rep)
+		if i > 0 {
+			if err := j.Same(reps[0], rep, false); err != nil {
+				return zero, fmt.Errorf("merge: %s and %s: %w", inputs[0], dir, err)
+			}
+			if first := j.Shard(reps[0]); shardCount(shard) != shardCount(first) {
+				return zero, fmt.Errorf("merge: %s (shard %q) and %s (shard %q) split the questions differently: %w",
+					inputs[0], first, dir, shard, ErrMismatch)
+			}
+		}
+		if shard != "" {
+			if other, dup := shards[shard]; dup {
+				return zero, fmt.Errorf("merge: %s and %s are both shard %s: %w", other, dir, shard, ErrMismatch)
+			}
+			shards[shard] = dir
+		}
+		reps[i] = rep
+	}
+
+	entries, err := os.ReadDir(out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return zero, fmt.Errorf("merge: %w", err)
+	}
+	if len(entries) > 0 {
+		return zero, fmt.Errorf("merge: %s: %w", out, ErrOutExists)
+	}
+	created := errors.Is(err, os.ErrNotExist)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return zero, fmt.Errorf("merge: %w", err)
+	}
+	h, err := merge(ctx, out, inputs, reps, j)
+	if err != nil {
+		if created {
+			os.Remove(out) // only if still empty
+		}
+		return zero, fmt.Errorf("merge: %w", err)
+	}
+	rep := j.Combine(reps)
+	h.StartedAt, h.FinishedAt = start.UTC(), time.Now().UTC()
+	*rep.header() = h
+	if err := WriteReport(out, j.ReportFile, rep); err != nil {
+		return zero, fmt.Errorf("merge: %w", err)
+	}
+	return rep, nil
+}
+
+// merge streams the inputs' rows into the output file and returns the
+// header of the merged report.
+func merge[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P]) (Header, error) {
+	w, err := data.CreateParquet[R](filepath.Join(out, j.File), j.Kind)
+	if err != nil {
+		return Header{}, err
+	}
+	defer w.Abort() // unless closed
+	h := Header{Status: StatusDone, Version: reps[0].header().Version}
+	seen := newSeen(j.Describe)
+	selected := 0
+	for i, dir := range inputs {
+		in := reps[i].header()
+		src := seen.source(dir)
+		units, rows := 0, int64(0)
+		err := eachUnit(ctx, filepath.Join(dir, j.File), j.Kind, j.Key, func(k K, unit []R) error {
+			if err := seen.add(k, src); err != nil {
+				// Inputs that overlap are the wrong inputs, as a shard
+				// given twice is.
+				return fmt.Errorf("%w: %w", err, ErrMismatch)
+			}
+			if j.Count != nil {
+				if err := j.Count(unit); err != nil {
+					return fmt.Errorf("%s: %w", dir, err)
+				}
+			}
+			units++
+			rows += int64(len(unit))
+			return w.Write(unit)
+		})
+		if err != nil {
+			return Header{}, err
+		}
+		if in.Version != h.Version {
+			h.Version = "mixed"
+		}
+		h.Usage = llm.AddStats(h.Usage, in.Usage)
+		h.CostUSD += in.CostUSD
+		h.WallSeconds = max(h.WallSeconds, in.WallSeconds)
+		h.Resumes += in.Resumes
+		h.Inputs = append(h.Inputs, Input{Dir: dir, Shard: j.Shard(reps[i]), Units: units, Rows: rows, WallSeconds: in.WallSeconds})
+		selected += j.Selected(reps[i])
+	}
+	if n := len(seen.where); n != selected {
+		return Header{}, fmt.Errorf("the inputs hold %d %s, their reports %d", n, j.Unit, selected)
+	}
+	if err := w.Close(); err != nil {
+		return Header{}, err
+	}
+	shards := make([]string, len(reps))
+	for i, rep := range reps {
+		shards[i] = j.Shard(rep)
+	}
+	h.MissingShards = missingShards(shards)
+	return h, nil
+}
+
+// missingShards names the shards of the split that none of shards is.
+func missingShards(shards []string) []string {
+	have := map[data.Shard]bool{}
+	n := 0
+	for _, sh := range shards {
+		s, err := data.ParseShard(sh)
+		if err != nil || s.N == 0 {
+			return nil // not a split, or not one we can read
+		}
+		have[s] = true
+		n = s.N
+	}
+	var missing []string
+	for i := range n {
+		if s := (data.Shard{I: i, N: n}); !have[s] {
+			missing = append(missing, s.String())
+		}
+	}
+	return missing
+}
+
+// shardCount returns the n of a shard i/n, 0 for a run not sharded.
+func shardCount(shard string) int {
+	s, _ := data.ParseShard(shard)
+	return s.N
+}
+
+func sameDir(a, b string) (bool, error) {
+	aa, err := filepath.Abs(a)
+	if err != nil {
+		return false, err
+	}
+	bb, err := filepath.Abs(b)
+	if err != nil {
+		return false, err
+	}
+	return filepath.Clean(aa) == filepath.Clean(bb), nil
+}

@@ -1,0 +1,163 @@
+package stage
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"path/filepath"
+
+	"github.com/distill-rag/distill/data"
+)
+
+// Plan is the work of a run: the units it selects and, of those, the ones
+// that the committed parts already hold.
+type Plan[K comparable, U any] struct {
+	// Selected counts the units the run selects, AlreadyDone those the
+	// parts hold, Todo the others.
+	Selected, AlreadyDone, Todo int
+	// Parts counts the committed parts, Next is the number of the next.
+	Parts, Next int
+
+	done  map[K]int // the part of each unit done
+	units func(ctx context.Context, count bool) iter.Seq2[U, error]
+	key   func(U) K
+	unit  string
+	input string
+}
+
+// Select reads the keys of the units that the parts in the directory
+// parts hold (none when parts is ""), then ranges over the job's units
+// once, with count set, to count the selected ones and those done. Parts
+// holding a unit twice, or units the run does not select (another input,
+// another limit), are errors. It writes nothing, so that a preflight can
+// use it as Run does.
+func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R, P], parts string) (*Plan[K, U], error) {
+	p := &Plan[K, U]{done: make(map[K]int), units: j.Units, key: j.UnitKey, unit: j.Unit, input: j.Input}
+	if parts != "" {
+		if err := readParts(ctx, p, j.Layout, parts); err != nil {
+			return nil, fmt.Errorf("read checkpoint: %w", err)
+		}
+	}
+	for u, err := range j.Units(ctx, true) {
+		if err != nil {
+			return nil, err
+		}
+		p.Selected++
+		if _, ok := p.done[j.UnitKey(u)]; ok {
+			p.AlreadyDone++
+		}
+	}
+	if extra := len(p.done) - p.AlreadyDone; extra > 0 {
+		return nil, fmt.Errorf("resume %s: its parts hold %d %s that this run does not select (different input?): %w", j.Out, extra, j.Unit, ErrMismatch)
+	}
+	p.Todo = p.Selected - p.AlreadyDone
+	return p, nil
+}
+
+// readParts reads the keys of the units of the committed parts in dir.
+func readParts[K comparable, U, R any, P Report](ctx context.Context, p *Plan[K, U], l Layout[K, R, P], dir string) error {
+	parts, err := data.ListParts(dir)
+	if err != nil {
+		return err
+	}
+	seen := newSeen(l.Describe)
+	for _, part := range parts {
+		src := seen.source(filepath.Join(PartsDir, filepath.Base(part.Path)))
+		err := eachUnit(ctx, part.Path, l.Kind, l.Key, func(k K, _ []R) error { return seen.add(k, src) })
+		if err != nil {
+			return err
+		}
+	}
+	p.done = seen.where
+	p.Parts = len(parts)
+	if len(parts) > 0 {
+		p.Next = parts[len(parts)-1].N + 1
+	}
+	return nil
+}
+
+// Left yields the units to do, in input order: the selected ones that no
+// part holds. It is an error for fewer to come than Todo (the input
+// changed since Select).
+func (p *Plan[K, U]) Left(ctx context.Context) iter.Seq2[U, error] {
+	return func(yield func(U, error) bool) {
+		left := p.Todo
+		if left == 0 {
+			return
+		}
+		for u, err := range p.units(ctx, false) {
+			if err != nil {
+				var zero U
+				yield(zero, err)
+				return
+			}
+			if _, ok := p.done[p.key(u)]; ok {
+				continue
+			}
+			left--
+			if !yield(u, nil) || left == 0 {
+				return
+			}
+		}
+		if ctx.Err() == nil {
+			var zero U
+			yield(zero, fmt.Errorf("read %s: %d selected %s were not there the second time (did the input change?)", p.input, left, p.unit))
+		}
+	}
+}
+
+// eachUnit calls fn with the key and the rows of each unit of a parquet
+// file, in order: the runs of rows that share a key. fn must not keep the
+// slice.
+func eachUnit[K comparable, R any](ctx context.Context, path string, kind data.Kind, key func(*R) K, fn func(K, []R) error) error {
+	var (
+		unit []R
+		cur  K
+	)
+	err := data.EachRow(ctx, path, kind, func(rows []R) error {
+		for i := range rows {
+			k := key(&rows[i])
+			if len(unit) > 0 && k != cur {
+				if err := fn(cur, unit); err != nil {
+					return err
+				}
+				unit = unit[:0]
+			}
+			cur = k
+			unit = append(unit, rows[i])
+		}
+		return nil
+	})
+	if err == nil && len(unit) > 0 {
+		err = fn(cur, unit)
+	}
+	return err
+}
+
+// seen checks, as rows stream past, that no unit appears twice, and names
+// the sources (parts, merged inputs) where one did. Memory grows with the
+// number of units only.
+type seen[K comparable] struct {
+	where    map[K]int
+	sources  []string
+	describe func(K) string
+}
+
+func newSeen[K comparable](describe func(K) string) *seen[K] {
+	return &seen[K]{where: make(map[K]int), describe: describe}
+}
+
+// source registers a source of rows and returns its number for add.
+func (s *seen[K]) source(name string) int {
+	s.sources = append(s.sources, name)
+	return len(s.sources) - 1
+}
+
+// add records unit k, read from source src.
+func (s *seen[K]) add(k K, src int) error {
+	if prev, dup := s.where[k]; dup {
+		return fmt.Errorf("%s appears twice (in %s and %s)", s.describe(k), s.sources[prev], s.sources[src])
+	}
+	s.where[k] = src
+	return nil
+}
