@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/httperr"
 )
 
 // Source yields the passages to load; Next returns io.EOF after the last.
@@ -400,7 +401,7 @@ func (c *client) count(ctx context.Context, index string) (int64, error) {
 		return 0, err
 	}
 	if v.Count == nil {
-		return 0, fmt.Errorf("count: malformed answer (no count): %s", snippet(body))
+		return 0, httperr.Malformed("count", errors.New("no count"), body)
 	}
 	return *v.Count, nil
 }
@@ -649,7 +650,7 @@ func (l *loader) load(ctx context.Context, j job) (outcome, error) {
 			default:
 				ie := ItemError{ID: it.id, Passage: it.pos, Status: r.Status}
 				if r.Error != nil {
-					ie.Type, ie.Reason = r.Error.Type, r.Error.reason()
+					ie.Type, ie.Reason = r.Error.Type, r.Error.Text()
 				}
 				if r.Status == http.StatusTooManyRequests || r.Status >= 500 {
 					ie.Reason += fmt.Sprintf(" (still failing after %d tries)", attempt+1)
@@ -665,9 +666,9 @@ func (l *loader) load(ctx context.Context, j job) (outcome, error) {
 
 // bulkItem is one entry of a bulk answer.
 type bulkItem struct {
-	ID     string `json:"_id"`
-	Status int    `json:"status"`
-	Error  *cause `json:"error"`
+	ID     string          `json:"_id"`
+	Status int             `json:"status"`
+	Error  *httperr.Object `json:"error"`
 }
 
 // bulkFilter trims the bulk answer to what load reads.
@@ -703,19 +704,19 @@ func (l *loader) bulk(ctx context.Context, items []item) ([]bulkItem, error) {
 		return nil, err
 	}
 	if len(res.Items) != len(items) {
-		return nil, fmt.Errorf("%s: malformed answer: %d results for %d documents", op, len(res.Items), len(items))
+		return nil, httperr.Malformed(op, fmt.Errorf("%d results for %d documents", len(res.Items), len(items)), nil)
 	}
 	out := make([]bulkItem, len(items))
 	for i, m := range res.Items {
 		r, ok := m["index"]
 		if !ok || len(m) != 1 {
-			return nil, fmt.Errorf("%s: malformed answer: result %d is not an index result: %v", op, i+1, m)
+			return nil, httperr.Malformed(op, fmt.Errorf("result %d is not an index result: %v", i+1, m), nil)
 		}
 		if r.ID != "" && r.ID != items[i].id {
-			return nil, fmt.Errorf("%s: malformed answer: result %d is for doc %q, sent %q", op, i+1, r.ID, items[i].id)
+			return nil, httperr.Malformed(op, fmt.Errorf("result %d is for doc %q, sent %q", i+1, r.ID, items[i].id), nil)
 		}
 		if r.Status == 0 {
-			return nil, fmt.Errorf("%s: malformed answer: result %d has no status", op, i+1)
+			return nil, httperr.Malformed(op, fmt.Errorf("result %d has no status", i+1), nil)
 		}
 		out[i] = r
 	}
