@@ -85,6 +85,13 @@ func (ex *Exchange) Classify(ctx, actx context.Context, err error) error {
 		return err
 	}
 	wait := RetryAfter(ex.header, time.Now())
+	// A RequestError first: when go-openai cannot read an error body as
+	// its error object ({"error": "text"}, an object without a message),
+	// it wraps the half-read APIError, which has no status.
+	var reqErr *openai.RequestError
+	if errors.As(err, &reqErr) {
+		return Decode("", reqErr.HTTPStatusCode, ex.header, reqErr.Body)
+	}
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) {
 		se := &Error{StatusCode: apiErr.HTTPStatusCode, Message: apiErr.Message, Type: apiErr.Type, RetryAfter: wait}
@@ -92,10 +99,6 @@ func (ex *Exchange) Classify(ctx, actx context.Context, err error) error {
 			se.Code = fmt.Sprint(apiErr.Code)
 		}
 		return se
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) {
-		return Decode("", reqErr.HTTPStatusCode, ex.header, reqErr.Body)
 	}
 	switch {
 	case ex.status >= 400:

@@ -90,6 +90,26 @@ func TestClassify(t *testing.T) {
 				}
 			},
 		},
+		{
+			name:    "503 with the error as text",
+			handler: reply(503, map[string]string{"Retry-After-Ms": "250"}, `{"error":"overloaded"}`),
+			status:  503, retryable: true,
+			check: func(t *testing.T, se *Error) {
+				if se.Message != "overloaded" || se.RetryAfter != 250*time.Millisecond {
+					t.Errorf("got %+v, want message overloaded and a 250ms wait", se)
+				}
+			},
+		},
+		{
+			name:    "502 with a cluster error object",
+			handler: reply(502, nil, `{"error":{"type":"proxy_exception","reason":"upstream closed"},"status":502}`),
+			status:  502, retryable: true,
+			check: func(t *testing.T, se *Error) {
+				if se.Message != "upstream closed" || se.Type != "proxy_exception" {
+					t.Errorf("got %+v, want the reason and type", se)
+				}
+			},
+		},
 		{name: "malformed", handler: reply(200, nil, `{"object": list, "data": [}`), body: true, retryable: true},
 		{
 			name: "truncated",
