@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/retrieve/internal/metafile"
 )
 
 // Default BM25 parameters: the method's settings (those of its reference
@@ -152,16 +152,12 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 		AvgDocLen: avgLen(h), IndexBytes: size,
 	}
 	meta := Meta{
-		Format: "distill-bm25", Version: formatVersion, Analyzer: analyzerName,
+		Format: Format, Version: formatVersion, Analyzer: analyzerName,
 		K1: opts.K1, B: opts.B, Passages: st.Passages, Terms: st.Terms, Postings: st.Postings,
 		AvgDocLen: st.AvgDocLen, Source: opts.SourceName,
 		BuiltAt: time.Now().UTC().Format(time.RFC3339), BuildSeconds: time.Since(start).Seconds(),
 	}
-	mb, err := json.MarshalIndent(meta, "", "  ")
-	if err != nil {
-		return BuildStats{}, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, metaFile), append(mb, '\n'), 0o644); err != nil {
+	if err := metafile.Write(tmp, meta); err != nil {
 		return BuildStats{}, fmt.Errorf("build index: %w", err)
 	}
 	if opts.Overwrite {

@@ -3,9 +3,10 @@ package bm25
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/distill-rag/distill/retrieve/internal/record"
 	"math"
 	"unsafe"
+
+	"github.com/distill-rag/distill/retrieve/internal/record"
 )
 
 // The index is a directory holding meta.json (a human-readable
@@ -38,7 +39,6 @@ const (
 	headerSize    = 512
 	indexFile     = "index.bin"
 	docsFile      = "docs.bin"
-	metaFile      = "meta.json"
 )
 
 const (

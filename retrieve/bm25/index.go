@@ -3,17 +3,16 @@ package bm25
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
+	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
 	"github.com/distill-rag/distill/retrieve/internal/record"
 )
@@ -87,7 +86,8 @@ func Open(dir string) (*Index, error) {
 		return nil, fmt.Errorf("open index %s: %w", dir, err)
 	}
 	x.unmap = []func() error{unmapIndex, unmapDocs}
-	if m, err := readMeta(dir); err == nil {
+	var m Meta
+	if metafile.Read(dir, &m) == nil {
 		x.meta = m
 	}
 	return x, nil
@@ -330,14 +330,4 @@ func (x *Index) Search(ctx context.Context, q retrieve.Query) ([]retrieve.Hit, e
 		hits[i] = retrieve.Hit{Passage: p, Score: float64(c.score)}
 	}
 	return hits, nil
-}
-
-func readMeta(dir string) (Meta, error) {
-	var m Meta
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
-	if err != nil {
-		return m, err
-	}
-	err = json.Unmarshal(b, &m)
-	return m, err
 }

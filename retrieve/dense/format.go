@@ -3,15 +3,17 @@ package dense
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/distill-rag/distill/retrieve/internal/record"
 	"hash/crc32"
 	"math"
 	"unsafe"
+
+	"github.com/distill-rag/distill/retrieve/internal/metafile"
+	"github.com/distill-rag/distill/retrieve/internal/record"
 )
 
 // File names inside an index directory.
 const (
-	metaFile    = "meta.json"
+	metaFile    = metafile.Name
 	vectorsFile = "vectors.bin"
 	docsFile    = "docs.bin"
 	ivfFile     = "ivf.bin"

@@ -15,8 +15,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/distill-rag/distill/retrieve/internal/mmap"
 	"github.com/viterin/vek/vek32"
+
+	"github.com/distill-rag/distill/retrieve/internal/mmap"
 )
 
 // IVFOptions configure BuildIVF. The zero value uses the defaults.
