@@ -21,6 +21,7 @@ import (
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
@@ -707,7 +708,7 @@ func aligned(b []byte) []byte {
 		return nil
 	}
 	w := make([]uint64, (len(b)+7)/8)
-	out := asBytes(w)[:len(b)]
+	out := raw.Bytes(w)[:len(b)]
 	copy(out, b)
 	return out
 }

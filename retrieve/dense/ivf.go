@@ -18,6 +18,7 @@ import (
 	"github.com/viterin/vek/vek32"
 
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 // IVFOptions configure BuildIVF. The zero value uses the defaults.
@@ -142,9 +143,9 @@ func openIVF(b []byte, vh vectorsHeader) (*ivfIndex, error) {
 	}
 	x := &ivfIndex{
 		nlist:     int(nlist),
-		centroids: load[float32](b[h.CentOff : h.CentOff+4*uint64(nlist)*uint64(dim)]),
-		listOff:   load[uint64](b[h.ListOffOff:h.RowsOff]),
-		rows:      load[uint32](b[h.RowsOff:h.size()]),
+		centroids: raw.Load[float32](b[h.CentOff : h.CentOff+4*uint64(nlist)*uint64(dim)]),
+		listOff:   raw.Load[uint64](b[h.ListOffOff:h.RowsOff]),
+		rows:      raw.Load[uint32](b[h.RowsOff:h.size()]),
 	}
 	if x.listOff[0] != 0 || x.listOff[nlist] != n {
 		return bad("list offsets")
@@ -395,10 +396,10 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 	h := newIVFHeader(nlist, s.dim, s.n, vh.BuildID)
 	err = writeAtomic(filepath.Join(dir, ivfFile), func(w *bufio.Writer) error {
 		w.Write(h.encode())
-		w.Write(asBytes(km.centroids))
+		w.Write(raw.Bytes(km.centroids))
 		w.Write(make([]byte, h.ListOffOff-(h.CentOff+4*uint64(len(km.centroids)))))
-		w.Write(asBytes(listOff))
-		_, err := w.Write(asBytes(members))
+		w.Write(raw.Bytes(listOff))
+		_, err := w.Write(raw.Bytes(members))
 		return err
 	})
 	if err != nil {
