@@ -8,16 +8,25 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test bench lint install clean
+.PHONY: all build test fakes bench lint install clean
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o bin/distill ./cmd/distill
 
+# The fake servers' commands (cmd/distill/fakellm.go) are built only with
+# the fakes tag; the second vet and test runs cover them.
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags fakes ./cmd/distill
 	$(GO) test -race ./...
+	$(GO) test -race -tags fakes -run Fake ./cmd/distill
+
+# bin/distill-fakes is distill with the hidden test servers (distill
+# fake-llm), for trying runs against a failing model server by hand.
+fakes:
+	$(GO) build -tags fakes -ldflags '$(LDFLAGS)' -o bin/distill-fakes ./cmd/distill
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -26,6 +35,7 @@ lint:
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags fakes ./cmd/distill
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; \
 	else echo "staticcheck not installed; skipped"; fi
 

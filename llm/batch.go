@@ -11,6 +11,8 @@ import (
 	"net/http"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/distill-rag/distill/internal/httperr"
 )
 
 // Batch API constants: batch lines are chat completions, and OpenAI
@@ -132,14 +134,12 @@ func batchFrom(b openai.Batch) Batch {
 // Chat's are.
 func (c *Client) batchCall(ctx context.Context, op func(actx context.Context) error) error {
 	return c.batchRetry.do(ctx, func(ctx context.Context) error {
-		actx, call, cancel := c.attempt(ctx)
+		actx, ex, cancel := httperr.Begin(ctx, c.cfg.timeout())
 		defer cancel()
-		err := op(actx)
-		var be *BodyError
-		if err == nil || errors.As(err, &be) {
-			return err
+		if err := op(actx); err != nil {
+			return ex.Classify(ctx, actx, err)
 		}
-		return c.classify(ctx, actx, call, err)
+		return nil
 	})
 }
 
@@ -356,7 +356,7 @@ func parseBatchResult(line []byte) (BatchResult, error) {
 	case l.Response.StatusCode == http.StatusOK:
 		res.Response, res.Err = chatResponseFrom(l.Response.Body)
 	default:
-		res.Err = statusErrorFrom(l.Response.StatusCode, l.Response.Body)
+		res.Err = httperr.Decode("", l.Response.StatusCode, nil, l.Response.Body)
 	}
 	return res, nil
 }
@@ -386,26 +386,4 @@ func chatResponseFrom(body []byte) (Response, error) {
 		Usage:        r.Usage,
 		Mode:         ModeJSONSchema,
 	}, nil
-}
-
-// statusErrorFrom reads an error answer's body as classify does a live
-// one.
-func statusErrorFrom(status int, body []byte) *StatusError {
-	se := &StatusError{StatusCode: status}
-	var e struct {
-		Error *struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    any    `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error != nil {
-		se.Message, se.Type = e.Error.Message, e.Error.Type
-		if e.Error.Code != nil {
-			se.Code = fmt.Sprint(e.Error.Code)
-		}
-		return se
-	}
-	se.Message = excerpt(body)
-	return se
 }

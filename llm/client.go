@@ -16,6 +16,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/distill-rag/distill/internal/httperr"
 )
 
 // Structured-output modes, as reported in Response.Mode.
@@ -157,7 +159,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	oc := openai.DefaultConfig(string(cfg.APIKey))
 	oc.BaseURL = cfg.baseURL()
 	reasoning := isReasoningModel(cfg.Model)
-	oc.HTTPClient = &doer{next: o.http, zeroTemperature: !reasoning}
+	oc.HTTPClient = httperr.Recorder{Next: &doer{next: o.http, zeroTemperature: !reasoning}}
 	if o.batchRetry.Logger == nil {
 		o.batchRetry.Logger = o.logger
 	}
@@ -260,11 +262,11 @@ func withSchemaInstruction(msgs []Message, s *Schema) []Message {
 
 func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Response, error) {
 	oreq := c.chatRequest(req, mode)
-	actx, call, cancel := c.attempt(ctx)
+	actx, ex, cancel := httperr.Begin(ctx, c.cfg.timeout())
 	defer cancel()
 	r, err := c.api.CreateChatCompletion(actx, oreq)
 	if err != nil {
-		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, c.classify(ctx, actx, call, err))
+		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, ex.Classify(ctx, actx, err))
 	}
 	if len(r.Choices) == 0 {
 		return Response{}, fmt.Errorf("chat %s: %w", c.cfg.Model, &BodyError{Err: errors.New("no choices")})
@@ -339,7 +341,7 @@ func (c *Client) Embed(ctx context.Context, inputs []string) ([][]float32, Usage
 	if len(inputs) == 0 {
 		return nil, Usage{}, nil
 	}
-	actx, call, cancel := c.attempt(ctx)
+	actx, ex, cancel := httperr.Begin(ctx, c.cfg.timeout())
 	defer cancel()
 	r, err := c.api.CreateEmbeddings(actx, openai.EmbeddingRequest{
 		Input:          inputs,
@@ -347,7 +349,7 @@ func (c *Client) Embed(ctx context.Context, inputs []string) ([][]float32, Usage
 		EncodingFormat: openai.EmbeddingEncodingFormatFloat,
 	})
 	if err != nil {
-		return nil, Usage{}, fmt.Errorf("embed %s: %w", c.cfg.Model, c.classify(ctx, actx, call, err))
+		return nil, Usage{}, fmt.Errorf("embed %s: %w", c.cfg.Model, ex.Classify(ctx, actx, err))
 	}
 	out := make([][]float32, len(inputs))
 	for _, d := range r.Data {
@@ -364,82 +366,9 @@ func (c *Client) Embed(ctx context.Context, inputs []string) ([][]float32, Usage
 	return out, Usage{PromptTokens: r.Usage.PromptTokens}, nil
 }
 
-// attempt derives the context of one HTTP attempt: bounded by the
-// per-request timeout and carrying a callState for doer to fill.
-func (c *Client) attempt(ctx context.Context) (context.Context, *callState, context.CancelFunc) {
-	call := &callState{}
-	actx := context.WithValue(ctx, callKey{}, call)
-	if t := c.cfg.timeout(); t > 0 {
-		var cancel context.CancelFunc
-		actx, cancel = context.WithTimeout(actx, t)
-		return actx, call, cancel
-	}
-	return actx, call, func() {}
-}
-
-// classify turns a go-openai error into this package's errors.
-func (c *Client) classify(ctx, actx context.Context, call *callState, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		if errors.Is(err, cerr) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", cerr, err)
-	}
-	if errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w after %s", ErrTimeout, c.cfg.timeout())
-	}
-	retryAfter := parseRetryAfter(call.header, time.Now())
-	var apiErr *openai.APIError
-	if errors.As(err, &apiErr) {
-		se := &StatusError{
-			StatusCode: apiErr.HTTPStatusCode,
-			Message:    apiErr.Message,
-			Type:       apiErr.Type,
-			RetryAfter: retryAfter,
-		}
-		if apiErr.Code != nil {
-			se.Code = fmt.Sprint(apiErr.Code)
-		}
-		return se
-	}
-	var reqErr *openai.RequestError
-	if errors.As(err, &reqErr) {
-		return &StatusError{StatusCode: reqErr.HTTPStatusCode, Message: excerpt(reqErr.Body), RetryAfter: retryAfter}
-	}
-	switch {
-	case call.status >= 400:
-		// The error body itself could not be read.
-		return &StatusError{StatusCode: call.status, Message: err.Error(), RetryAfter: retryAfter}
-	case call.status != 0:
-		return &BodyError{Err: err}
-	default:
-		return err
-	}
-}
-
-func excerpt(b []byte) string {
-	const max = 200
-	s := strings.TrimSpace(string(b))
-	if len(s) > max {
-		s = s[:max] + "..."
-	}
-	return s
-}
-
-// callKey carries a *callState through the request context to doer.
-type callKey struct{}
-
-// callState is what doer saw of one HTTP exchange. The go-openai call that
-// owns it runs Do synchronously, so no locking is needed.
-type callState struct {
-	status int
-	header http.Header
-}
-
-// doer sits between go-openai and the HTTP client. It puts back a zero
-// temperature that go-openai's omitempty dropped (see doc.go), and records
-// the status and headers of each answer (Retry-After, telling a bad body
-// from a failed connection).
+// doer sits between go-openai and the HTTP client (under the
+// httperr.Recorder that notes each answer's status and headers). It puts
+// back a zero temperature that go-openai's omitempty dropped (see doc.go).
 type doer struct {
 	next            openai.HTTPDoer
 	zeroTemperature bool
@@ -459,12 +388,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		req.ContentLength = int64(len(body))
 	}
-	resp, err := d.next.Do(req)
-	if call, ok := req.Context().Value(callKey{}).(*callState); ok && resp != nil {
-		call.status = resp.StatusCode
-		call.header = resp.Header
-	}
-	return resp, err
+	return d.next.Do(req)
 }
 
 // ensureTemperature adds "temperature":0 to a JSON object that has no

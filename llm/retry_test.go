@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 func TestRetryRecoversFromFaults(t *testing.T) {
@@ -199,65 +200,5 @@ func TestBackoffIsSeededFullJitter(t *testing.T) {
 	// Huge attempt numbers do not overflow.
 	if d := a.delay(200, err); d < 0 || d > opts.MaxDelay {
 		t.Errorf("attempt 200: got %s, want within [0, %s]", d, opts.MaxDelay)
-	}
-}
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	tests := []struct {
-		name   string
-		header map[string]string
-		want   time.Duration
-	}{
-		{"none", nil, 0},
-		{"seconds", map[string]string{"Retry-After": "3"}, 3 * time.Second},
-		{"fractional seconds", map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond},
-		{"http date", map[string]string{"Retry-After": now.Add(90 * time.Second).Format(http.TimeFormat)}, 90 * time.Second},
-		{"past date", map[string]string{"Retry-After": now.Add(-time.Minute).Format(http.TimeFormat)}, 0},
-		{"milliseconds win", map[string]string{"Retry-After": "2", "Retry-After-Ms": "1500"}, 1500 * time.Millisecond},
-		{"garbage", map[string]string{"Retry-After": "soon"}, 0},
-		{"negative", map[string]string{"Retry-After": "-4"}, 0},
-		{"NaN", map[string]string{"Retry-After": "NaN"}, 0},
-		{"huge", map[string]string{"Retry-After": "1e300"}, maxServerWait},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := http.Header{}
-			for k, v := range tt.header {
-				h.Set(k, v)
-			}
-			if got := parseRetryAfter(h, now); got != tt.want {
-				t.Errorf("got %s, want %s", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestIsRetryable(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"nil", nil, false},
-		{"canceled", context.Canceled, false},
-		{"deadline", context.DeadlineExceeded, true},
-		{"timeout", ErrTimeout, true},
-		{"400", &StatusError{StatusCode: 400}, false},
-		{"401", &StatusError{StatusCode: 401}, false},
-		{"403", &StatusError{StatusCode: 403}, false},
-		{"404", &StatusError{StatusCode: 404}, false},
-		{"408", &StatusError{StatusCode: 408}, true},
-		{"429", &StatusError{StatusCode: 429}, true},
-		{"500", &StatusError{StatusCode: 500}, true},
-		{"501", &StatusError{StatusCode: 501}, false},
-		{"502", &StatusError{StatusCode: 502}, true},
-		{"body", &BodyError{Err: errors.New("unexpected EOF")}, true},
-		{"unknown", errors.New("something else"), false},
-	}
-	for _, tt := range tests {
-		if got := IsRetryable(tt.err); got != tt.want {
-			t.Errorf("%s: got %v, want %v", tt.name, got, tt.want)
-		}
 	}
 }

@@ -20,9 +20,10 @@ Flags take their values from, in order: the command line, the environment
 (DISTILL_...), the --config file, the defaults.`
 
 // commands are the commands of distill, in the order --help lists them.
-// Each one comes from a constructor in its own file.
+// Each one comes from a constructor in its own file; fakeCommands are
+// those of a build with the fakes tag (none in a release).
 func commands() []*cli.Command {
-	return []*cli.Command{
+	return append([]*cli.Command{
 		dataCommand(),
 		indexCommand(),
 		searchCommand(),
@@ -33,8 +34,7 @@ func commands() []*cli.Command {
 		trainCommand(),
 		benchCommand(),
 		versionCommand(),
-		fakeLLMCommand(),
-	}
+	}, fakeCommands()...)
 }
 
 // newApp returns the distill app, writing data and reports to stdout and

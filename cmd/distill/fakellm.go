@@ -1,3 +1,5 @@
+//go:build fakes
+
 package main
 
 import (
@@ -8,10 +10,17 @@ import (
 	"github.com/distill-rag/distill/llm/llmtest"
 )
 
+// fakeCommands are the commands of a build with the fakes tag (go build
+// -tags fakes ./cmd/distill): test servers that the release binary leaves
+// out, with the test-only packages behind them.
+func fakeCommands() []*cli.Command {
+	return []*cli.Command{fakeLLMCommand()}
+}
+
 // fakeLLMCommand serves the fault-injecting OpenAI-compatible test server on
-// loopback until interrupted, so that rollouts (and later label and bench)
-// can be tried against latency and failures without a model. It is hidden
-// from --help: a tool for testing distill, not part of the pipeline.
+// loopback until interrupted, so that rollouts (and label and bench) can be
+// tried against latency and failures without a model. It is hidden from
+// --help: a tool for testing distill, not part of the pipeline.
 func fakeLLMCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:   "fake-llm",

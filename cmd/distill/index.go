@@ -49,7 +49,7 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.Float64Flag{Name: "b", Value: bm25.DefaultB, Usage: "BM25 length normalisation"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing index at --out"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad corpus records instead of stopping at the first"},
-			&cli.StringFlag{Name: "kind", Value: "bm25", Usage: "bm25, dense or elasticsearch"},
+			&cli.StringFlag{Name: "kind", Value: bm25.Name, Usage: bm25.Name + ", " + dense.Name + " or " + elastic.Name},
 			&cli.StringFlag{Name: "embed-model", Usage: "embedding model (--kind dense; elasticsearch: add vectors)", EnvVars: []string{"DISTILL_EMBED_MODEL"}},
 			&cli.StringFlag{Name: "embed-base-url", Usage: "embeddings server `URL`(s), with /v1 (default: OpenAI's API)", EnvVars: []string{"DISTILL_EMBED_BASE_URL"}},
 			&cli.StringFlag{Name: "query-prefix", Value: dense.DefaultQueryPrefix, Usage: "put before each query embedded (E5)"},
@@ -68,14 +68,14 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 		Action: func(c *cli.Context) error {
 			out, kind := c.Path("out"), c.String("kind")
 			switch {
-			case kind != "bm25" && kind != "dense" && kind != "elasticsearch":
-				return usageErrorf("index: unknown --kind %q (want bm25, dense or elasticsearch)", kind)
-			case kind == "elasticsearch" && (c.String("es-url") == "" || c.String("es-index") == ""):
-				return usageErrorf("index: --kind elasticsearch needs --es-url and --es-index")
-			case kind != "elasticsearch" && out == "":
+			case kind != bm25.Name && kind != dense.Name && kind != elastic.Name:
+				return usageErrorf("index: unknown --kind %q (want %s, %s or %s)", kind, bm25.Name, dense.Name, elastic.Name)
+			case kind == elastic.Name && (c.String("es-url") == "" || c.String("es-index") == ""):
+				return usageErrorf("index: --kind %s needs --es-url and --es-index", elastic.Name)
+			case kind != elastic.Name && out == "":
 				return usageErrorf("index: --out is required")
-			case kind == "dense" && c.String("embed-model") == "":
-				return usageErrorf("index: --kind dense needs --embed-model")
+			case kind == dense.Name && c.String("embed-model") == "":
+				return usageErrorf("index: --kind %s needs --embed-model", dense.Name)
 			}
 			var (
 				src    bm25.Source
@@ -118,9 +118,9 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 				defer closer()
 			}
 			switch kind {
-			case "dense":
+			case dense.Name:
 				return indexDense(c, src, name, total)
-			case "elasticsearch":
+			case elastic.Name:
 				return indexElastic(c, src, total)
 			}
 			bar := newProgress(c, total, "indexing")

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,12 +11,6 @@ import (
 	"github.com/distill-rag/distill/retrieve/dense"
 	"github.com/distill-rag/distill/retrieve/elastic"
 )
-
-// openedIndex is an open retriever of any kind.
-type openedIndex interface {
-	retrieve.Retriever
-	Close() error
-}
 
 // retrieverFlags are the flags of the commands that open an --index: how to
 // embed the queries of a dense index.
@@ -35,51 +24,27 @@ func retrieverFlags() []cli.Flag {
 // indexSpecHelp says what --index takes.
 const indexSpecHelp = "index: a `DIR` built by distill index (BM25 or dense), es://HOST:PORT/NAME (Elasticsearch or OpenSearch; ess:// for https), or several joined by commas (hybrid: reciprocal rank fusion)"
 
-// openIndex opens what --index names: an index directory (BM25 or dense,
-// told apart by its meta.json), an Elasticsearch or OpenSearch index
-// (es://HOST/NAME), or several of those separated by commas, fused by
-// reciprocal rank fusion.
-func openIndex(c *cli.Context, spec string) (openedIndex, error) {
-	parts := strings.Split(spec, ",")
-	if len(parts) > 1 {
-		var f fusedIndex
-		for _, p := range parts {
-			x, err := openIndex(c, strings.TrimSpace(p))
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			f.parts = append(f.parts, x)
-			f.Retrievers = append(f.Retrievers, x)
-		}
-		return &f, nil
+// indexKinds is the registry of the kinds of index that --index opens:
+// the one place where they are wired.
+func indexKinds(c *cli.Context) *retrieve.Registry {
+	embed := func(model string) (llm.Embedder, error) { return embedder(c, model) }
+	return retrieve.NewRegistry(
+		bm25.Kind(),
+		dense.Kind(embed, dense.OpenOptions{NProbe: c.Int("nprobe")}),
+		elastic.Kind(elastic.OpenOptions{}),
+	)
+}
+
+// openIndex opens what --index names: an index directory (BM25 or dense),
+// an Elasticsearch or OpenSearch index (es://HOST/NAME), or several of
+// those separated by commas, fused by reciprocal rank fusion.
+func openIndex(c *cli.Context, spec string) (retrieve.Index, error) {
+	x, err := indexKinds(c).Open(c.Context, spec)
+	var se *retrieve.SpecError
+	if errors.As(err, &se) {
+		return nil, usageErrorf("%w", err)
 	}
-	if elastic.IsURL(spec) {
-		cfg, err := elastic.ParseURL(spec)
-		if err != nil {
-			return nil, usageErrorf("%w", err)
-		}
-		return elastic.Open(c.Context, cfg, elastic.OpenOptions{})
-	}
-	var meta struct {
-		Format string `json:"format"`
-		Model  string `json:"model"`
-	}
-	b, err := os.ReadFile(filepath.Join(spec, "meta.json"))
-	if err == nil {
-		err = json.Unmarshal(b, &meta)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%s is not an index directory (build one with distill index): %w", spec, err)
-	}
-	if meta.Format == "distill-dense" {
-		emb, err := embedder(c, meta.Model)
-		if err != nil {
-			return nil, err
-		}
-		return dense.Open(spec, dense.OpenOptions{Embedder: emb, NProbe: c.Int("nprobe")})
-	}
-	return bm25.Open(spec)
+	return x, err
 }
 
 // embedder returns the embeddings client of a model, with retries and the
@@ -95,18 +60,4 @@ func embedder(c *cli.Context, model string) (llm.Embedder, error) {
 	}
 	return llm.StackEmbedder(client, llm.StackOptions{Logger: loggerFrom(c),
 		Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"), RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")}}), nil
-}
-
-// fusedIndex is a hybrid of open indexes, closed together.
-type fusedIndex struct {
-	retrieve.Fusion
-	parts []openedIndex
-}
-
-func (f *fusedIndex) Close() error {
-	var errs []error
-	for _, p := range f.parts {
-		errs = append(errs, p.Close())
-	}
-	return errors.Join(errs...)
 }

@@ -11,12 +11,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/distill-rag/distill/internal/httperr"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -63,42 +61,15 @@ type eventList struct {
 	HasMore bool    `json:"has_more"`
 }
 
-// exchange is what the transport saw of one attempt's HTTP answer; the
-// call that owns it runs synchronously, so it needs no lock.
-type exchange struct {
-	status int
-	header http.Header
-}
-
-type exchangeKey struct{}
-
-// recorder notes each answer's status and headers in the attempt's
-// exchange, so that an error of go-openai can be told apart (an error
-// answer, a bad body, no answer) and a Retry-After read.
-type recorder struct{ next *http.Client }
-
-func (r recorder) Do(req *http.Request) (*http.Response, error) {
-	resp, err := r.next.Do(req)
-	if ex, ok := req.Context().Value(exchangeKey{}).(*exchange); ok && resp != nil {
-		ex.status, ex.header = resp.StatusCode, resp.Header
-	}
-	return resp, err
-}
-
 // try makes one call with retries. Each attempt is bounded by the
-// per-attempt timeout; its error is classified as the llm package's
-// client does.
+// per-attempt timeout; its error is classified by httperr, as the llm
+// client's are.
 func (b *Backend) try(ctx context.Context, what string, op func(actx context.Context) error) error {
 	err := b.retry.Do(ctx, func(ctx context.Context) error {
-		ex := &exchange{}
-		actx := context.WithValue(ctx, exchangeKey{}, ex)
-		cancel := context.CancelFunc(func() {})
-		if b.timeout > 0 {
-			actx, cancel = context.WithTimeout(actx, b.timeout)
-		}
+		actx, ex, cancel := httperr.Begin(ctx, b.timeout)
 		defer cancel()
 		if err := op(actx); err != nil {
-			return b.classify(ctx, actx, ex, err)
+			return ex.Classify(ctx, actx, err)
 		}
 		return nil
 	})
@@ -106,47 +77,6 @@ func (b *Backend) try(ctx context.Context, what string, op func(actx context.Con
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
-}
-
-func (b *Backend) classify(ctx, actx context.Context, ex *exchange, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		if errors.Is(err, cerr) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", cerr, err)
-	}
-	if errors.Is(actx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("%w after %s", llm.ErrTimeout, b.timeout)
-	}
-	var (
-		se *llm.StatusError
-		be *llm.BodyError
-	)
-	if errors.As(err, &se) || errors.As(err, &be) {
-		return err
-	}
-	wait := retryAfter(ex.header, time.Now())
-	var apiErr *goopenai.APIError
-	if errors.As(err, &apiErr) {
-		se := &llm.StatusError{StatusCode: apiErr.HTTPStatusCode, Message: apiErr.Message, Type: apiErr.Type, RetryAfter: wait}
-		if apiErr.Code != nil {
-			se.Code = fmt.Sprint(apiErr.Code)
-		}
-		return se
-	}
-	var reqErr *goopenai.RequestError
-	if errors.As(err, &reqErr) {
-		return &llm.StatusError{StatusCode: reqErr.HTTPStatusCode, Message: excerpt(reqErr.Body), RetryAfter: wait}
-	}
-	switch {
-	case ex.status >= 400:
-		return &llm.StatusError{StatusCode: ex.status, Message: err.Error(), RetryAfter: wait}
-	case ex.status != 0:
-		// An answer came but could not be read.
-		return &llm.BodyError{Err: err}
-	default:
-		return err
-	}
 }
 
 // fetch sends one JSON request to path under the base URL and decodes
@@ -174,14 +104,14 @@ func fetch[T any](ctx context.Context, b *Backend, what, method, path string, qu
 		if b.key != "" {
 			req.Header.Set("Authorization", "Bearer "+string(b.key))
 		}
-		resp, err := recorder{b.http}.Do(req)
+		resp, err := httperr.Recorder{Next: b.http}.Do(req)
 		if err != nil {
 			return err
 		}
 		defer resp.Body.Close()
 		raw, err := io.ReadAll(resp.Body)
 		if resp.StatusCode >= 400 {
-			return statusError(resp.StatusCode, resp.Header, raw)
+			return httperr.Decode("", resp.StatusCode, resp.Header, raw)
 		}
 		if err != nil {
 			return err // classified as a bad body, or a timeout
@@ -199,65 +129,6 @@ func fetch[T any](ctx context.Context, b *Backend, what, method, path string, qu
 		return nil
 	})
 	return out, err
-}
-
-// statusError reads an error answer as llm's client does.
-func statusError(status int, h http.Header, body []byte) *llm.StatusError {
-	se := &llm.StatusError{StatusCode: status, RetryAfter: retryAfter(h, time.Now())}
-	var e struct {
-		Error *struct {
-			Message string `json:"message"`
-			Type    string `json:"type"`
-			Code    any    `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) == nil && e.Error != nil {
-		se.Message, se.Type = e.Error.Message, e.Error.Type
-		if e.Error.Code != nil {
-			se.Code = fmt.Sprint(e.Error.Code)
-		}
-		return se
-	}
-	se.Message = excerpt(body)
-	return se
-}
-
-func excerpt(b []byte) string {
-	const max = 200
-	s := strings.TrimSpace(string(b))
-	if len(s) > max {
-		s = s[:max] + "..."
-	}
-	return s
-}
-
-// retryAfter reads the wait a server asks for: retry-after-ms (sent by
-// OpenAI), else Retry-After in seconds or as an HTTP date; zero when
-// there is none.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if h == nil {
-		return 0
-	}
-	const most = 24 * time.Hour
-	secs := func(s float64) time.Duration {
-		if !(s > 0) {
-			return 0
-		}
-		return min(time.Duration(s*float64(time.Second)), most)
-	}
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil {
-			return secs(ms / 1000)
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		return secs(s)
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), most)
-	}
-	return 0
 }
 
 // upload sends a local file with purpose fine-tune and returns its id.

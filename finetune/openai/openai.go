@@ -17,6 +17,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/internal/httperr"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -90,7 +91,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	oc := goopenai.DefaultConfig(string(cfg.APIKey))
 	oc.BaseURL = base
-	oc.HTTPClient = recorder{hc}
+	oc.HTTPClient = httperr.Recorder{Next: hc}
 	return &Backend{
 		base: base, key: cfg.APIKey, timeout: timeout, http: hc,
 		api:      goopenai.NewClientWithConfig(oc),

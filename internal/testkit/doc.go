@@ -2,5 +2,6 @@
 // files refreshed with -update, and the helpers that start loopback servers
 // for the real wire formats.
 //
-// It is imported by tests only; nothing in the distill binary depends on it.
+// It is imported by tests and by the fake servers only; nothing in the
+// release binary depends on it.
 package testkit

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
-	"mime"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"time"
@@ -90,18 +87,6 @@ func (s *Server) Batches() []BatchInfo {
 	return out
 }
 
-// File returns the content of a file the server holds (uploaded, or
-// written as a batch's output or error file).
-func (s *Server) File(id string) ([]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f, ok := s.files[id]
-	if !ok {
-		return nil, false
-	}
-	return f.data, true
-}
-
 // Batch statuses.
 const (
 	statusValidating = "validating"
@@ -116,26 +101,6 @@ const (
 
 // batchEndpoint is the only endpoint the server batches.
 const batchEndpoint = "/v1/chat/completions"
-
-type file struct {
-	id, name, purpose string
-	created           int64
-	data              []byte // never changed once stored
-}
-
-func (f *file) object() []byte {
-	b, _ := json.Marshal(map[string]any{
-		"id":             f.id,
-		"object":         "file",
-		"bytes":          len(f.data),
-		"created_at":     f.created,
-		"filename":       f.name,
-		"purpose":        f.purpose,
-		"status":         "processed",
-		"status_details": nil,
-	})
-	return b
-}
 
 // batchError is one entry of a batch's errors list.
 type batchError struct {
@@ -242,20 +207,6 @@ type batchOp struct {
 	batch *batch // opCreate: the batch to register
 }
 
-// apiError is an error answer decided before the fault draw.
-type apiError struct {
-	status           int
-	msg, code, param string
-}
-
-func notFound(msg, param string) *apiError {
-	return &apiError{status: http.StatusNotFound, msg: msg, param: param}
-}
-
-func badRequest(msg, param string) *apiError {
-	return &apiError{status: http.StatusBadRequest, msg: msg, param: param}
-}
-
 // prepareBatchOp routes a request that is not for chat or embeddings and
 // checks it, without changing anything.
 func (s *Server) prepareBatchOp(r *http.Request, body []byte) (*batchOp, *apiError) {
@@ -277,10 +228,10 @@ func (s *Server) prepareBatchOp(r *http.Request, body []byte) (*batchOp, *apiErr
 	case len(parts) == 3 && parts[0] == "batches" && parts[2] == "cancel":
 		op.kind, op.id, method = opCancel, parts[1], http.MethodPost
 	default:
-		return nil, &apiError{status: http.StatusNotFound, msg: "Unknown path " + r.URL.Path, code: "unknown_url"}
+		return nil, unknownPath(r)
 	}
 	if r.Method != method {
-		return nil, &apiError{status: http.StatusMethodNotAllowed, msg: "Method not allowed"}
+		return nil, methodNotAllowed()
 	}
 
 	var e *apiError
@@ -317,50 +268,6 @@ func (s *Server) prepareBatchOp(r *http.Request, body []byte) (*batchOp, *apiErr
 		return nil, e
 	}
 	return &op, nil
-}
-
-// purposes are the file purposes the server takes.
-var purposes = map[string]bool{"batch": true, "fine-tune": true, "assistants": true, "vision": true, "user_data": true, "evals": true}
-
-func parseUpload(contentType string, body []byte) (*file, *apiError) {
-	mt, params, err := mime.ParseMediaType(contentType)
-	if err != nil || mt != "multipart/form-data" || params["boundary"] == "" {
-		return nil, badRequest("The request must be multipart/form-data with a boundary.", "")
-	}
-	f := &file{}
-	var haveFile bool
-	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
-	for {
-		p, err := mr.NextPart()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, badRequest("Could not parse the multipart body: "+err.Error(), "")
-		}
-		data, err := io.ReadAll(p)
-		if err != nil {
-			return nil, badRequest("Could not parse the multipart body: "+err.Error(), "")
-		}
-		switch p.FormName() {
-		case "purpose":
-			f.purpose = string(data)
-		case "file":
-			f.name, f.data, haveFile = p.FileName(), data, true
-		}
-	}
-	switch {
-	case f.purpose == "":
-		return nil, badRequest("Missing required parameter: 'purpose'.", "purpose")
-	case !purposes[f.purpose]:
-		return nil, badRequest("Invalid value for 'purpose': '"+f.purpose+"'.", "purpose")
-	case !haveFile:
-		return nil, badRequest("Missing required parameter: 'file'.", "file")
-	}
-	if f.name == "" {
-		f.name = "upload"
-	}
-	return f, nil
 }
 
 // parseCreate checks a batch creation body and reads its input file. A
@@ -520,13 +427,6 @@ func (s *Server) applyBatchOp(op *batchOp) ([]byte, string) {
 		return b.object(), jsonType
 	}
 	panic("llmtest: unknown batch op")
-}
-
-// storeFile gives f an id and keeps it; s.mu is held.
-func (s *Server) storeFile(f *file) string {
-	f.id = fmt.Sprintf("file-llmtest%06d", len(s.files)+1)
-	s.files[f.id] = f
-	return f.id
 }
 
 // lineFate is what happens to one line when its batch ends.

@@ -9,10 +9,10 @@
 // recorded for assertions.
 //
 // It also serves the Files, Batches and fine-tuning jobs endpoints
-// (batch.go, finetune.go): batches and jobs advance one step per poll, with
-// scripted outcomes (expired batches with partial output and an error
-// file, failed validation, failed or slow fine-tuning jobs selected by the
-// model name), and the same fault rates apply to them.
+// (files.go, batch.go, finetune.go): batches and jobs advance one step per
+// poll, with scripted outcomes (expired batches with partial output and an
+// error file, failed validation, failed or slow fine-tuning jobs selected
+// by the model name), and the same fault rates apply to them.
 //
 // It does not import the client package, so the client's own tests can use
 // it.

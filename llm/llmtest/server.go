@@ -2,17 +2,15 @@ package llmtest
 
 import (
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // Fault is what the server does with one request instead of answering it.
@@ -146,10 +144,8 @@ type Counts struct {
 
 // Server is a running fault-injecting server. Close it when done.
 type Server struct {
-	ts   *httptest.Server
+	lb   *testkit.Loopback
 	opts Options
-	done chan struct{}
-	once sync.Once
 
 	mu          sync.Mutex
 	rng         *rand.Rand
@@ -179,27 +175,23 @@ func NewServer(opts Options) *Server {
 		opts.EmbeddingDim = 8
 	}
 	s := &Server{
+		lb:   testkit.NewLoopback(),
 		opts: opts,
-		done: make(chan struct{}),
 		rng:  rand.New(rand.NewPCG(opts.Seed, 0x11a7e57)),
 	}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.lb.Start(http.HandlerFunc(s.serve))
 	return s
 }
 
 // URL is the API root to use as a client's base URL, ending in /v1.
-func (s *Server) URL() string { return s.ts.URL + "/v1" }
+func (s *Server) URL() string { return s.lb.URL() + "/v1" }
 
 // Client returns an HTTP client for the server.
-func (s *Server) Client() *http.Client { return s.ts.Client() }
+func (s *Server) Client() *http.Client { return s.lb.Client() }
 
 // Close ends hanging requests, stops the server and waits for its
 // handlers to return.
-func (s *Server) Close() {
-	s.once.Do(func() { close(s.done) })
-	s.ts.CloseClientConnections()
-	s.ts.Close()
-}
+func (s *Server) Close() { s.lb.Close() }
 
 // Requests returns a copy of every request received, in arrival order.
 func (s *Server) Requests() []Request {
@@ -369,14 +361,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 	if rec.Fault == Hang {
 		s.record(rec)
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
-		// Cut the connection rather than send an empty 200.
-		panic(http.ErrAbortHandler)
+		s.lb.Hang(r)
 	}
-	if !s.wait(r, s.opts.Latency) {
+	if !s.lb.Wait(r, s.opts.Latency) {
 		rec.Status = 0
 		s.record(rec)
 		panic(http.ErrAbortHandler)
@@ -443,193 +430,4 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rec.Status)
 		w.Write(answer)
 	}
-}
-
-// wait sleeps d unless the request or the server ends first, reporting
-// whether it slept the whole time.
-func (s *Server) wait(r *http.Request, d time.Duration) bool {
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-r.Context().Done():
-		return false
-	case <-s.done:
-		return false
-	}
-}
-
-func (s *Server) unsupported(format string) string {
-	switch {
-	case format == "json_schema" && s.opts.NoJSONSchema:
-		return "response_format of type json_schema is not supported by this server"
-	case format == "json_object" && s.opts.NoJSONObject:
-		return "response_format of type json_object is not supported by this server"
-	}
-	return ""
-}
-
-// decode fills the decoded fields of rec from its body, returning an error
-// message and the offending parameter when the body is not acceptable.
-func decode(rec *Request, chat bool) (msg, param string) {
-	if chat {
-		var b struct {
-			Model          string    `json:"model"`
-			Messages       []Message `json:"messages"`
-			ResponseFormat *struct {
-				Type       string `json:"type"`
-				JSONSchema *struct {
-					Schema json.RawMessage `json:"schema"`
-				} `json:"json_schema"`
-			} `json:"response_format"`
-		}
-		if err := json.Unmarshal(rec.Body, &b); err != nil {
-			return "We could not parse the JSON body of your request: " + err.Error(), ""
-		}
-		if len(b.Messages) == 0 {
-			return "'messages' must not be empty", "messages"
-		}
-		rec.Model, rec.Messages = b.Model, b.Messages
-		if rf := b.ResponseFormat; rf != nil {
-			rec.ResponseFormat = rf.Type
-			if rf.JSONSchema != nil {
-				rec.Schema = rf.JSONSchema.Schema
-			}
-			if rf.Type == "json_schema" && len(rec.Schema) == 0 {
-				return "Missing required parameter: 'response_format.json_schema'.", "response_format"
-			}
-		}
-		return "", ""
-	}
-	var b struct {
-		Model string          `json:"model"`
-		Input json.RawMessage `json:"input"`
-	}
-	if err := json.Unmarshal(rec.Body, &b); err != nil {
-		return "We could not parse the JSON body of your request: " + err.Error(), ""
-	}
-	rec.Model = b.Model
-	var one string
-	if json.Unmarshal(b.Input, &one) == nil {
-		rec.Input = []string{one}
-	} else if json.Unmarshal(b.Input, &rec.Input) != nil || len(rec.Input) == 0 {
-		return "'input' must be a string or a non-empty array of strings", "input"
-	}
-	return "", ""
-}
-
-func writeError(w http.ResponseWriter, status int, msg, typ, code, param string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(errorBody(msg, typ, code, param))
-}
-
-// errorBody is an OpenAI error object; batch output lines carry it too.
-func errorBody(msg, typ, code, param string) []byte {
-	e := map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}
-	if code != "" {
-		e["code"] = code
-	}
-	if param != "" {
-		e["param"] = param
-	}
-	b, _ := json.Marshal(map[string]any{"error": e})
-	return b
-}
-
-func (s *Server) content(rec Request) string {
-	switch {
-	case s.opts.Answer != nil:
-		return s.opts.Answer(rec)
-	case rec.ResponseFormat == "json_schema":
-		if v, err := Instance(rec.Schema); err == nil {
-			return string(v)
-		}
-		return "{}"
-	case rec.ResponseFormat == "json_object":
-		return "{}"
-	default:
-		return s.opts.Text
-	}
-}
-
-// words counts tokens the way this server bills them: white-space
-// separated words, at least one.
-func words(s string) int { return max(1, len(strings.Fields(s))) }
-
-func (s *Server) chatAnswer(rec Request, seq int) []byte {
-	content := s.content(rec)
-	prompt := 0
-	for _, m := range rec.Messages {
-		prompt += words(m.Content)
-	}
-	completion := words(content)
-	model := rec.Model
-	if model == "" {
-		model = "llmtest"
-	}
-	b, _ := json.Marshal(map[string]any{
-		"id":      fmt.Sprintf("chatcmpl-llmtest-%06d", seq),
-		"object":  "chat.completion",
-		"created": time.Now().Unix(),
-		"model":   model,
-		"choices": []any{map[string]any{
-			"index":         0,
-			"message":       map[string]any{"role": "assistant", "content": content},
-			"logprobs":      nil,
-			"finish_reason": "stop",
-		}},
-		"usage": map[string]int{
-			"prompt_tokens":     prompt,
-			"completion_tokens": completion,
-			"total_tokens":      prompt + completion,
-		},
-		"system_fingerprint": "fp_llmtest",
-	})
-	return b
-}
-
-func (s *Server) embeddingAnswer(rec Request) []byte {
-	data := make([]any, len(rec.Input))
-	tokens := 0
-	for i, in := range rec.Input {
-		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": Vector(in, s.opts.EmbeddingDim)}
-		tokens += words(in)
-	}
-	model := rec.Model
-	if model == "" {
-		model = "llmtest-embedding"
-	}
-	b, _ := json.Marshal(map[string]any{
-		"object": "list",
-		"data":   data,
-		"model":  model,
-		"usage":  map[string]int{"prompt_tokens": tokens, "total_tokens": tokens},
-	})
-	return b
-}
-
-// Vector is the embedding the server returns for text: dim pseudo-random
-// components seeded by the text, with unit length.
-func Vector(text string, dim int) []float32 {
-	h := fnv.New64a()
-	io.WriteString(h, text)
-	rng := rand.New(rand.NewPCG(h.Sum64(), 0xe3b))
-	v := make([]float32, dim)
-	var norm float64
-	for i := range v {
-		x := rng.Float64()*2 - 1
-		v[i] = float32(x)
-		norm += x * x
-	}
-	if norm = math.Sqrt(norm); norm > 0 {
-		for i := range v {
-			v[i] = float32(float64(v[i]) / norm)
-		}
-	}
-	return v
 }

@@ -2,11 +2,8 @@ package bm25
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/retrieve/internal/idtable"
+	"github.com/distill-rag/distill/retrieve/internal/metafile"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 // Default BM25 parameters: the method's settings (those of its reference
@@ -152,16 +151,12 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 		AvgDocLen: avgLen(h), IndexBytes: size,
 	}
 	meta := Meta{
-		Format: "distill-bm25", Version: formatVersion, Analyzer: analyzerName,
+		Format: Format, Version: formatVersion, Analyzer: analyzerName,
 		K1: opts.K1, B: opts.B, Passages: st.Passages, Terms: st.Terms, Postings: st.Postings,
 		AvgDocLen: st.AvgDocLen, Source: opts.SourceName,
 		BuiltAt: time.Now().UTC().Format(time.RFC3339), BuildSeconds: time.Since(start).Seconds(),
 	}
-	mb, err := json.MarshalIndent(meta, "", "  ")
-	if err != nil {
-		return BuildStats{}, err
-	}
-	if err := os.WriteFile(filepath.Join(tmp, metaFile), append(mb, '\n'), 0o644); err != nil {
+	if err := metafile.Write(tmp, meta); err != nil {
 		return BuildStats{}, fmt.Errorf("build index: %w", err)
 	}
 	if opts.Overwrite {
@@ -396,17 +391,9 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	n, v, p := len(b.docLen), len(b.terms), b.postings.n
 
 	// The id table finds a document by id; building it also finds repeats.
-	idHash := make([]uint32, idTableSize(n))
-	mask := uint64(len(idHash) - 1)
-	for d := range n {
-		id := b.idData[b.idOff[d]:b.idOff[d+1]]
-		j := hashID(id) & mask
-		for ; idHash[j] != 0; j = (j + 1) & mask {
-			if o := idHash[j] - 1; bytes.Equal(b.idData[b.idOff[o]:b.idOff[o+1]], id) {
-				return header{}, 0, fmt.Errorf("build index: duplicate doc id %q (passages %d and %d)", id, o+1, d+1)
-			}
-		}
-		idHash[j] = uint32(d) + 1
+	idHash, err := idtable.Build(n, func(d int) []byte { return b.idData[b.idOff[d]:b.idOff[d+1]] })
+	if err != nil {
+		return header{}, 0, fmt.Errorf("build index: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return header{}, 0, err
@@ -470,19 +457,19 @@ func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (he
 	if _, err := w.w.Write(make([]byte, headerSize)); err != nil {
 		return header{}, 0, fmt.Errorf("build index: %w", err)
 	}
-	h.Sections[secDocLen] = w.put(asBytes(b.docLen))
-	h.Sections[secTermOff] = w.put(asBytes(termOff))
+	h.Sections[secDocLen] = w.put(raw.Bytes(b.docLen))
+	h.Sections[secTermOff] = w.put(raw.Bytes(termOff))
 	h.Sections[secTermData] = w.put(termData)
-	h.Sections[secPostOff] = w.put(asBytes(postOff))
-	h.Sections[secPostDoc] = w.put(asBytes(postDoc))
-	h.Sections[secPostTF] = w.put(asBytes(postTF))
-	h.Sections[secTermMax] = w.put(asBytes(termMax))
-	h.Sections[secIDOff] = w.put(asBytes(b.idOff))
+	h.Sections[secPostOff] = w.put(raw.Bytes(postOff))
+	h.Sections[secPostDoc] = w.put(raw.Bytes(postDoc))
+	h.Sections[secPostTF] = w.put(raw.Bytes(postTF))
+	h.Sections[secTermMax] = w.put(raw.Bytes(termMax))
+	h.Sections[secIDOff] = w.put(raw.Bytes(b.idOff))
 	h.Sections[secIDData] = w.put(b.idData)
-	h.Sections[secIDHash] = w.put(asBytes(idHash))
-	h.Sections[secTitleOff] = w.put(asBytes(b.titleOff))
+	h.Sections[secIDHash] = w.put(raw.Bytes(idHash))
+	h.Sections[secTitleOff] = w.put(raw.Bytes(b.titleOff))
 	h.Sections[secTitleData] = w.put(b.titleData)
-	h.Sections[secDocOff] = w.put(asBytes(b.docOff))
+	h.Sections[secDocOff] = w.put(raw.Bytes(b.docOff))
 	if w.err == nil {
 		w.err = w.w.Flush()
 	}
@@ -539,30 +526,4 @@ func (s *sectionWriter) put(b []byte) section {
 	}
 	s.off += uint64(len(b))
 	return sec
-}
-
-// asBytes returns the little-endian bytes of a slice of numbers: the memory
-// itself on little-endian machines, an encoded copy elsewhere.
-func asBytes[T uint16 | uint32 | uint64 | float32](v []T) []byte {
-	if len(v) == 0 {
-		return nil
-	}
-	size := int(unsafe.Sizeof(v[0]))
-	if littleEndian {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&v[0])), len(v)*size)
-	}
-	out := make([]byte, 0, len(v)*size)
-	for _, x := range v {
-		switch x := any(x).(type) {
-		case uint16:
-			out = binary.LittleEndian.AppendUint16(out, x)
-		case uint32:
-			out = binary.LittleEndian.AppendUint32(out, x)
-		case uint64:
-			out = binary.LittleEndian.AppendUint64(out, x)
-		case float32:
-			out = binary.LittleEndian.AppendUint32(out, math.Float32bits(x))
-		}
-	}
-	return out
 }

@@ -3,9 +3,10 @@ package bm25
 import (
 	"encoding/binary"
 	"fmt"
-	"github.com/distill-rag/distill/retrieve/internal/record"
 	"math"
-	"unsafe"
+
+	"github.com/distill-rag/distill/retrieve/internal/idtable"
+	"github.com/distill-rag/distill/retrieve/internal/record"
 )
 
 // The index is a directory holding meta.json (a human-readable
@@ -22,7 +23,7 @@ import (
 //	termMax  [V]float32   largest tf*(k1+1)/(tf+norm) of each term, for pruning
 //	idOff    [N+1]uint64  offsets of each doc id in idData
 //	idData   []byte       the doc ids, concatenated in document order
-//	idHash   [H]uint32    open-addressing table from hashID(id) to document
+//	idHash   [H]uint32    open-addressing table (package idtable) from id to document
 //	                      number + 1 (0: empty slot), H a power of two >= 2N
 //	titleOff [N+1]uint64  offsets of each title in titleData
 //	titleData []byte      the titles, concatenated in document order
@@ -38,7 +39,6 @@ const (
 	headerSize    = 512
 	indexFile     = "index.bin"
 	docsFile      = "docs.bin"
-	metaFile      = "meta.json"
 )
 
 const (
@@ -57,27 +57,6 @@ const (
 	secDocOff
 	numSections
 )
-
-// idTableSize is the number of slots of the id table for n documents: a
-// power of two at least twice n, so probes stay short.
-func idTableSize(n int) int {
-	size := 2
-	for size < 2*n {
-		size *= 2
-	}
-	return size
-}
-
-// hashID is FNV-1a (64 bits) of a doc id: fixed, so that the table built
-// by one process works in another.
-func hashID(id []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range id {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
 
 // The section table must fit in the header: this fails to compile if not.
 const _ = uint(headerSize - 64 - 16*numSections)
@@ -141,7 +120,7 @@ func decodeHeader(b []byte) (header, error) {
 	want := [numSections]uint64{
 		secDocLen: 4 * h.Docs, secTermOff: 8 * (h.Terms + 1), secPostOff: 8 * (h.Terms + 1),
 		secPostDoc: 4 * h.Postings, secPostTF: 2 * h.Postings, secTermMax: 4 * h.Terms,
-		secIDOff: 8 * (h.Docs + 1), secIDHash: 4 * uint64(idTableSize(int(min(h.Docs, 1<<40)))), secTitleOff: 8 * (h.Docs + 1),
+		secIDOff: 8 * (h.Docs + 1), secIDHash: 4 * uint64(idtable.Size(int(min(h.Docs, 1<<40)))), secTitleOff: 8 * (h.Docs + 1),
 		secDocOff: 8 * (h.Docs + 1),
 	}
 	for i, w := range want {
@@ -150,24 +129,6 @@ func decodeHeader(b []byte) (header, error) {
 		}
 	}
 	return h, nil
-}
-
-// littleEndian is true on the machines whose memory layout matches the file,
-// which lets the loader use the mapped bytes as typed slices directly.
-var littleEndian = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
-// view returns b as a slice of T without copying. b must be 8-byte aligned
-// (sections are, and mapped memory starts on a page boundary).
-func view[T uint16 | uint32 | uint64 | float32](b []byte) []T {
-	var zero T
-	size := int(unsafe.Sizeof(zero))
-	if len(b) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), len(b)/size)
 }
 
 // Stored documents are record bodies: the text, then the sentences (see

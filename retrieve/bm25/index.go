@@ -2,19 +2,19 @@ package bm25
 
 import (
 	"context"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
+	"github.com/distill-rag/distill/retrieve/internal/idtable"
+	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 	"github.com/distill-rag/distill/retrieve/internal/record"
 )
 
@@ -32,9 +32,7 @@ import (
 // An Index is safe for concurrent use. Close releases the mapping; searches
 // after Close fail with ErrClosed.
 type Index struct {
-	mu     sync.RWMutex // held for reading by searches, for writing by Close
-	closed bool
-	unmap  []func() error
+	files *mmap.Set
 
 	n, v      int
 	k1, b     float64
@@ -70,24 +68,24 @@ var ErrClosed = errors.New("bm25: index is closed")
 // file is checked for consistency so that a damaged index gives an error,
 // never a crash.
 func Open(dir string) (*Index, error) {
-	path := filepath.Join(dir, indexFile)
-	b, unmapIndex, err := mmap.Map(path, false)
+	files := &mmap.Set{}
+	b, err := files.Map(filepath.Join(dir, indexFile), false)
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
-	docs, unmapDocs, err := mmap.Map(filepath.Join(dir, docsFile), true)
+	docs, err := files.Map(filepath.Join(dir, docsFile), true)
 	if err != nil {
-		unmapIndex()
+		files.Close()
 		return nil, fmt.Errorf("open index: %w", err)
 	}
 	x, err := newIndex(b, docs)
 	if err != nil {
-		unmapIndex()
-		unmapDocs()
+		files.Close()
 		return nil, fmt.Errorf("open index %s: %w", dir, err)
 	}
-	x.unmap = []func() error{unmapIndex, unmapDocs}
-	if m, err := readMeta(dir); err == nil {
+	x.files = files
+	var m Meta
+	if metafile.Read(dir, &m) == nil {
 		x.meta = m
 	}
 	return x, nil
@@ -104,19 +102,20 @@ func newIndex(b, docs []byte) (*Index, error) {
 	}
 	sec := func(i int) []byte { s := h.Sections[i]; return b[s.Off : s.Off+s.Len] }
 	x := &Index{
-		n: int(h.Docs), v: int(h.Terms), k1: h.K1, b: h.B, avgLen: avgLen(h),
-		termOff:   load[uint64](sec(secTermOff)),
+		files: &mmap.Set{}, // Open sets the one holding the mappings
+		n:     int(h.Docs), v: int(h.Terms), k1: h.K1, b: h.B, avgLen: avgLen(h),
+		termOff:   raw.Load[uint64](sec(secTermOff)),
 		termData:  sec(secTermData),
-		postOff:   load[uint64](sec(secPostOff)),
-		postDoc:   load[uint32](sec(secPostDoc)),
-		postTF:    load[uint16](sec(secPostTF)),
-		termMax:   load[float32](sec(secTermMax)),
-		idOff:     load[uint64](sec(secIDOff)),
+		postOff:   raw.Load[uint64](sec(secPostOff)),
+		postDoc:   raw.Load[uint32](sec(secPostDoc)),
+		postTF:    raw.Load[uint16](sec(secPostTF)),
+		termMax:   raw.Load[float32](sec(secTermMax)),
+		idOff:     raw.Load[uint64](sec(secIDOff)),
 		idData:    sec(secIDData),
-		idHash:    load[uint32](sec(secIDHash)),
-		titleOff:  load[uint64](sec(secTitleOff)),
+		idHash:    raw.Load[uint32](sec(secIDHash)),
+		titleOff:  raw.Load[uint64](sec(secTitleOff)),
 		titleData: sec(secTitleData),
-		docOff:    load[uint64](sec(secDocOff)),
+		docOff:    raw.Load[uint64](sec(secDocOff)),
 	}
 	if len(docs) < len(docsMagic) || string(docs[:len(docsMagic)]) != docsMagic {
 		return nil, fmt.Errorf("%s: %w", docsFile, errCorrupt)
@@ -125,7 +124,7 @@ func newIndex(b, docs []byte) (*Index, error) {
 	if err := x.check(); err != nil {
 		return nil, err
 	}
-	x.norm = norms(load[uint32](sec(secDocLen)), x.k1, x.b, x.avgLen)
+	x.norm = norms(raw.Load[uint32](sec(secDocLen)), x.k1, x.b, x.avgLen)
 	x.scratch.New = func() any { return &searcher{scores: make([]float32, x.n)} }
 	return x, nil
 }
@@ -190,49 +189,9 @@ func (x *Index) checkPostings(t int32) error {
 	return nil
 }
 
-// load returns the little-endian integers in b, without copying where the
-// machine's byte order allows it.
-func load[T uint16 | uint32 | uint64 | float32](b []byte) []T {
-	if littleEndian {
-		return view[T](b)
-	}
-	var out []T
-	switch p := any(&out).(type) {
-	case *[]uint16:
-		for i := 0; i+2 <= len(b); i += 2 {
-			*p = append(*p, binary.LittleEndian.Uint16(b[i:]))
-		}
-	case *[]uint32:
-		for i := 0; i+4 <= len(b); i += 4 {
-			*p = append(*p, binary.LittleEndian.Uint32(b[i:]))
-		}
-	case *[]uint64:
-		for i := 0; i+8 <= len(b); i += 8 {
-			*p = append(*p, binary.LittleEndian.Uint64(b[i:]))
-		}
-	case *[]float32:
-		for i := 0; i+4 <= len(b); i += 4 {
-			*p = append(*p, math.Float32frombits(binary.LittleEndian.Uint32(b[i:])))
-		}
-	}
-	return out
-}
-
 // Close releases the index. It waits for searches in flight and is
 // idempotent.
-func (x *Index) Close() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
-		return nil
-	}
-	x.closed = true
-	var errs []error
-	for _, unmap := range x.unmap {
-		errs = append(errs, unmap())
-	}
-	return errors.Join(errs...)
-}
+func (x *Index) Close() error { return x.files.Close() }
 
 // Len returns the number of indexed passages.
 func (x *Index) Len() int { return x.n }
@@ -268,20 +227,7 @@ func (x *Index) docID(d uint32) []byte {
 
 // lookup returns the document number of id, or -1.
 func (x *Index) lookup(id string) int {
-	mask := uint64(len(x.idHash) - 1)
-	j := hashID([]byte(id)) & mask
-	// At most every slot: a damaged table without empty slots cannot loop.
-	for range x.idHash {
-		e := x.idHash[j]
-		if e == 0 {
-			return -1
-		}
-		if string(x.docID(e-1)) == id {
-			return int(e - 1)
-		}
-		j = (j + 1) & mask
-	}
-	return -1
+	return idtable.Lookup(x.idHash, id, func(d int) []byte { return x.docID(uint32(d)) })
 }
 
 // header returns the id and title of document d, read from index.bin alone.
@@ -308,11 +254,10 @@ func (x *Index) Search(ctx context.Context, q retrieve.Query) ([]retrieve.Hit, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.closed {
+	if !x.files.Use() {
 		return nil, ErrClosed
 	}
+	defer x.files.Done()
 	s := x.scratch.Get().(*searcher)
 	defer x.scratch.Put(s)
 	top, err := s.search(x, q)
@@ -330,14 +275,4 @@ func (x *Index) Search(ctx context.Context, q retrieve.Query) ([]retrieve.Hit, e
 		hits[i] = retrieve.Hit{Passage: p, Score: float64(c.score)}
 	}
 	return hits, nil
-}
-
-func readMeta(dir string) (Meta, error) {
-	var m Meta
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
-	if err != nil {
-		return m, err
-	}
-	err = json.Unmarshal(b, &m)
-	return m, err
 }

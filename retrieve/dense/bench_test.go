@@ -145,7 +145,7 @@ func writeRawIndex(dir string, vecs []float32, n, dim int, prec Precision) error
 		return err
 	}
 	return writeMeta(dir, Meta{
-		Format: metaFormat, Version: vectorsVersion, Model: "bench", Dim: dim,
+		Format: Format, Version: vectorsVersion, Model: "bench", Dim: dim,
 		QueryPrefix: DefaultQueryPrefix, PassagePrefix: DefaultPassagePrefix, Precision: prec,
 		Normalized: true, Metric: "inner_product", Passages: int64(n), BuildID: fmt.Sprintf("%016x", id),
 	})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
 )
 
@@ -133,7 +134,6 @@ type Meta struct {
 }
 
 const (
-	metaFormat  = "distill-dense"
 	stateFormat = "distill-dense-build"
 	inputRule   = "passage_prefix + title + \" \" + text (the text alone when the title is empty)"
 )
@@ -250,7 +250,7 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 		Failed: e.failed.Load() + e.resumedFail, FailReason: e.failReason, IndexBytes: size + int64(len(docBytes)),
 	}
 	meta := Meta{
-		Format: metaFormat, Version: vectorsVersion, Model: opts.Model, Dim: dim,
+		Format: Format, Version: vectorsVersion, Model: opts.Model, Dim: dim,
 		QueryPrefix: px.Query, PassagePrefix: px.Passage, Input: inputRule,
 		Precision: opts.Precision, Normalized: !opts.NoNormalize, Metric: "inner_product",
 		Passages: int64(n), ZeroVectors: st.ZeroVectors, Failed: st.Failed, BuildID: fmt.Sprintf("%016x", id),
@@ -378,24 +378,14 @@ func (s buildState) matches(want buildState) error {
 	return nil
 }
 
-func writeMeta(dir string, m Meta) error {
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
-	}
-	return data.WriteFileAtomic(filepath.Join(dir, metaFile), append(b, '\n'))
-}
+func writeMeta(dir string, m Meta) error { return metafile.Write(dir, m) }
 
 func readMeta(dir string) (Meta, error) {
 	var m Meta
-	b, err := os.ReadFile(filepath.Join(dir, metaFile))
-	if err != nil {
+	if err := metafile.Read(dir, &m); err != nil {
 		return m, err
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("%s: %w: %v", metaFile, errCorrupt, err)
-	}
-	if m.Format != metaFormat {
+	if m.Format != Format {
 		return m, fmt.Errorf("%s: format %q is not a dense index: %w", metaFile, m.Format, errCorrupt)
 	}
 	return m, nil

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 // A checkpoint chunk, chunks/chunk-NNNNN.f32, holds the float32 vectors of
@@ -124,7 +126,7 @@ func readChunkHeader(path string) (chunkHead, error) {
 
 // writeChunk writes a finished chunk's checkpoint.
 func writeChunk(dir string, c *chunkJob, dim int, hash uint64) error {
-	payload := asBytes(c.vecs)
+	payload := raw.Bytes(c.vecs)
 	h := chunkHead{
 		dim: uint32(dim), first: uint64(c.first), count: uint64(c.count), hash: hash,
 		crc: crc32.Checksum(payload, castagnoli), zero: uint32(c.zero), failed: uint32(c.failed),
@@ -156,5 +158,5 @@ func readChunk(path string, first, count, dim int, hash uint64) ([]float32, erro
 		return nil, fmt.Errorf("checkpoint %s: checksum: %w", path, errCorrupt)
 	}
 	// os.ReadFile's buffer is 8-byte aligned; the payload starts 64 bytes in.
-	return load[float32](payload), nil
+	return raw.Load[float32](payload), nil
 }

@@ -11,7 +11,9 @@ import (
 	"path/filepath"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/retrieve/internal/idtable"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 	"github.com/distill-rag/distill/retrieve/internal/record"
 )
 
@@ -88,32 +90,21 @@ func (w *docWriter) finish() (err error) {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
-	table := make([]uint32, idTableSize(n))
-	mask := uint64(len(table) - 1)
-	idAt := func(row int) []byte {
+	table, err := idtable.Build(n, func(row int) []byte {
 		r := record.Reader{B: recs[w.off[row]:w.off[row+1]]}
 		return r.Bytes()
-	}
-	for row := range n {
-		id := idAt(row)
-		j := hashID(id) & mask
-		for ; table[j] != 0; j = (j + 1) & mask {
-			if o := int(table[j] - 1); string(idAt(o)) == string(id) {
-				dup := string(id)
-				unmap()
-				return fmt.Errorf("duplicate doc id %q (passages %d and %d)", dup, o+1, row+1)
-			}
-		}
-		table[j] = uint32(row) + 1
-	}
+	})
 	unmap()
+	if err != nil {
+		return err
+	}
 
 	pad := align8(w.pos) - w.pos
 	w.w.Write(make([]byte, pad))
 	offsetsAt := w.pos + pad
-	w.w.Write(asBytes(w.off))
+	w.w.Write(raw.Bytes(w.off))
 	tableAt := offsetsAt + 8*uint64(len(w.off))
-	w.w.Write(asBytes(table))
+	w.w.Write(raw.Bytes(table))
 	end := tableAt + 4*uint64(len(table))
 	pad = align8(end) - end
 	w.w.Write(make([]byte, pad))
@@ -147,25 +138,6 @@ func (w *docWriter) abort() {
 	os.Remove(w.f.Name())
 }
 
-// idTableSize is the number of slots of the id table for n passages.
-func idTableSize(n int) int {
-	size := 2
-	for size < 2*n {
-		size *= 2
-	}
-	return size
-}
-
-// hashID is FNV-1a (64 bits): fixed, so tables work across processes.
-func hashID(id []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range id {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return h
-}
-
 // docStore reads docs.bin. Every length is checked against the buffer, so a
 // damaged file gives errors, never a panic.
 type docStore struct {
@@ -195,14 +167,14 @@ func openDocs(b []byte) (docStore, error) {
 	}
 	n, offAt, h, tableAt := le.Uint64(t[16:]), le.Uint64(t[24:]), le.Uint64(t[32:]), le.Uint64(t[40:])
 	body := uint64(len(b) - docsTrailer)
-	if n > math.MaxInt32 || h != uint64(idTableSize(int(n))) || offAt%8 != 0 || offAt > body ||
+	if n > math.MaxInt32 || h != uint64(idtable.Size(int(n))) || offAt%8 != 0 || offAt > body ||
 		(n+1)*8 > body-offAt || tableAt != offAt+8*(n+1) || h*4 > body-tableAt {
 		return bad("table positions")
 	}
 	s := docStore{
 		b: b, n: int(n),
-		off:   load[uint64](b[offAt : offAt+8*(n+1)]),
-		table: load[uint32](b[tableAt : tableAt+4*h]),
+		off:   raw.Load[uint64](b[offAt : offAt+8*(n+1)]),
+		table: raw.Load[uint32](b[tableAt : tableAt+4*h]),
 	}
 	if s.off[0] != uint64(len(docsMagic)) || s.off[n] > offAt {
 		return bad("record offsets")
@@ -232,23 +204,7 @@ func (s *docStore) id(row int) []byte {
 
 // lookup returns the row of id, or -1.
 func (s *docStore) lookup(id string) int {
-	if len(s.table) == 0 {
-		return -1
-	}
-	mask := uint64(len(s.table) - 1)
-	j := hashID([]byte(id)) & mask
-	// At most every slot: a damaged table without empty slots cannot loop.
-	for range s.table {
-		e := s.table[j]
-		if e == 0 {
-			return -1
-		}
-		if string(s.id(int(e-1))) == id {
-			return int(e - 1)
-		}
-		j = (j + 1) & mask
-	}
-	return -1
+	return idtable.Lookup(s.table, id, s.id)
 }
 
 // passage decodes row into a fresh Passage; with titlesOnly, the id and

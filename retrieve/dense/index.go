@@ -14,6 +14,7 @@ import (
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 var (
@@ -49,9 +50,7 @@ type OpenOptions struct {
 // An Index is safe for concurrent use. Close releases the mappings;
 // searches after Close fail with ErrClosed.
 type Index struct {
-	mu     sync.RWMutex // held for reading by searches, for writing by Close
-	closed bool
-	unmap  []func() error
+	files *mmap.Set
 
 	meta    Meta
 	vh      vectorsHeader
@@ -72,35 +71,30 @@ func Open(dir string, opts OpenOptions) (*Index, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open dense index: %w", err)
 	}
-	var unmaps []func() error
+	files := &mmap.Set{}
 	fail := func(err error) (*Index, error) {
-		for _, u := range unmaps {
-			u()
-		}
+		files.Close()
 		return nil, fmt.Errorf("open dense index %s: %w", dir, err)
 	}
-	vecs, u, err := mmap.Map(filepath.Join(dir, vectorsFile), false)
+	vecs, err := files.Map(filepath.Join(dir, vectorsFile), false)
 	if err != nil {
 		return fail(err)
 	}
-	unmaps = append(unmaps, u)
-	docs, u, err := mmap.Map(filepath.Join(dir, docsFile), true)
+	docs, err := files.Map(filepath.Join(dir, docsFile), true)
 	if err != nil {
 		return fail(err)
 	}
-	unmaps = append(unmaps, u)
 	var ivf []byte
 	if opts.NProbe > 0 {
-		if ivf, u, err = mmap.Map(filepath.Join(dir, ivfFile), false); err != nil {
+		if ivf, err = files.Map(filepath.Join(dir, ivfFile), false); err != nil {
 			return fail(fmt.Errorf("NProbe %d needs the IVF partitions (BuildIVF): %w", opts.NProbe, err))
 		}
-		unmaps = append(unmaps, u)
 	}
 	x, err := newIndex(meta, vecs, docs, ivf, opts)
 	if err != nil {
 		return fail(err)
 	}
-	x.unmap = unmaps
+	x.files = files
 	return x, nil
 }
 
@@ -110,12 +104,12 @@ func rowsOf(b []byte, h vectorsHeader) *rows {
 	rb := b[h.RowsOff : h.RowsOff+h.RowsLen]
 	switch h.Precision {
 	case Float32:
-		s.f32 = load[float32](rb)
+		s.f32 = raw.Load[float32](rb)
 	case Float16:
-		s.f16 = load[uint16](rb)
+		s.f16 = raw.Load[uint16](rb)
 	case Int8:
-		s.i8 = load[int8](rb)
-		s.scales = load[float32](b[h.ScalesOff : h.ScalesOff+h.ScalesLen])
+		s.i8 = raw.Load[int8](rb)
+		s.scales = raw.Load[float32](b[h.ScalesOff : h.ScalesOff+h.ScalesLen])
 	}
 	return s
 }
@@ -137,7 +131,7 @@ func newIndex(meta Meta, vecs, docs, ivf []byte, opts OpenOptions) (*Index, erro
 	if ds.n != int(vh.N) {
 		return nil, fmt.Errorf("%s has %d passages, %s %d: %w", docsFile, ds.n, vectorsFile, vh.N, errCorrupt)
 	}
-	x := &Index{meta: meta, vh: vh, rows: *rowsOf(vecs, vh), docs: ds, emb: opts.Embedder, workers: opts.Workers}
+	x := &Index{files: &mmap.Set{}, meta: meta, vh: vh, rows: *rowsOf(vecs, vh), docs: ds, emb: opts.Embedder, workers: opts.Workers}
 	if opts.NProbe > 0 {
 		if x.ivf, err = openIVF(ivf, vh); err != nil {
 			return nil, err
@@ -149,19 +143,7 @@ func newIndex(meta Meta, vecs, docs, ivf []byte, opts OpenOptions) (*Index, erro
 
 // Close releases the index. It waits for searches in flight and is
 // idempotent.
-func (x *Index) Close() error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed {
-		return nil
-	}
-	x.closed = true
-	var errs []error
-	for _, u := range x.unmap {
-		errs = append(errs, u())
-	}
-	return errors.Join(errs...)
-}
+func (x *Index) Close() error { return x.files.Close() }
 
 // Len returns the number of passages.
 func (x *Index) Len() int { return x.rows.n }
@@ -285,11 +267,10 @@ func (x *Index) SearchBatchVectors(ctx context.Context, vecs [][]float32, k int,
 }
 
 func (x *Index) searchMany(ctx context.Context, vecs [][]float32, ks []int, exclude [][]string, titles []bool) ([][]retrieve.Hit, error) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if x.closed {
+	if !x.files.Use() {
 		return nil, ErrClosed
 	}
+	defer x.files.Done()
 	qs := make([][]float32, len(vecs))
 	excl := make([][]int32, len(vecs))
 	for i, v := range vecs {

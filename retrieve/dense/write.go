@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 // writeVectors writes vectors.bin from the checkpoints and returns its size.
@@ -56,18 +57,18 @@ func writeVectorFile(path string, h vectorsHeader, each func(emit func([]float32
 			rows += uint64(len(vecs) / dim)
 			switch h.Precision {
 			case Float32:
-				w.Write(asBytes(vecs))
+				w.Write(raw.Bytes(vecs))
 			case Float16:
 				f16 = f16[:0]
 				for _, x := range vecs {
 					f16 = append(f16, toFloat16(x))
 				}
-				w.Write(asBytes(f16))
+				w.Write(raw.Bytes(f16))
 			case Int8:
 				i8 = append(i8[:0], make([]int8, dim)...)
 				for r := range len(vecs) / dim {
 					scales = append(scales, quantizeInt8(i8, vecs[r*dim:(r+1)*dim]))
-					w.Write(asBytes(i8))
+					w.Write(raw.Bytes(i8))
 				}
 			}
 			return nil
@@ -80,7 +81,7 @@ func writeVectorFile(path string, h vectorsHeader, each func(emit func([]float32
 		}
 		if h.ScalesLen > 0 {
 			w.Write(make([]byte, h.ScalesOff-(h.RowsOff+h.RowsLen)))
-			w.Write(asBytes(scales))
+			w.Write(raw.Bytes(scales))
 		}
 		return nil
 	})

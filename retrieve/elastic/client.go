@@ -12,6 +12,8 @@ import (
 
 	"github.com/elastic/elastic-transport-go/v8/elastictransport"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
+
+	"github.com/distill-rag/distill/internal/httperr"
 )
 
 // Sentinel errors callers branch on.
@@ -23,92 +25,29 @@ var (
 	ErrExists = errors.New("index already exists")
 )
 
-// Error is an answer of the cluster that was not a success.
-type Error struct {
-	// Op is what was asked ("search", "create index", ...).
-	Op string
-	// Status is the HTTP status.
-	Status int
-	// Type and Reason come from the error body ("index_not_found_exception",
-	// "no such index [wiki]"); Reason holds the start of the body when it
-	// is not the cluster's JSON error.
-	Type, Reason string
-}
+// Error is an answer of the cluster that was not a success: Op is what
+// was asked ("search", "create index", ...), StatusCode the HTTP status,
+// Type and Message come from the error body ("index_not_found_exception",
+// "no such index [wiki]", with the reasons of its causes; the start of the
+// body when it is not the cluster's JSON error), RetryAfter from the
+// Retry-After header. A missing index matches ErrNotFound. It is the one
+// error type of distill's HTTP clients: llm.StatusError is the same type.
+type Error = httperr.Error
 
-func (e *Error) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: cluster answered %d %s", e.Op, e.Status, http.StatusText(e.Status))
-	if e.Type != "" {
-		b.WriteString(": " + e.Type)
+// newError reads an answer of the cluster that was not a success, and adds
+// what to do about the failures a user can fix.
+func newError(op string, status int, h http.Header, body []byte) error {
+	e := httperr.Decode(op, status, h, body)
+	if status == http.StatusNotFound && (e.Type == "index_not_found_exception" || e.Type == "") {
+		e.Err = ErrNotFound
 	}
-	if e.Reason != "" {
-		b.WriteString(": " + e.Reason)
-	}
-	switch e.Status {
+	switch status {
 	case http.StatusUnauthorized, http.StatusForbidden:
-		fmt.Fprintf(&b, " (credentials come from %s, or %s and %s)", EnvAPIKey, EnvUsername, EnvPassword)
+		return fmt.Errorf("%w (credentials come from %s, or %s and %s)", e, EnvAPIKey, EnvUsername, EnvPassword)
 	case http.StatusRequestEntityTooLarge:
-		b.WriteString(" (send smaller bulk requests: lower the batch size)")
+		return fmt.Errorf("%w (send smaller bulk requests: lower the batch size)", e)
 	}
-	return b.String()
-}
-
-// Is makes errors.Is(err, ErrNotFound) hold for a missing index.
-func (e *Error) Is(target error) bool {
-	return target == ErrNotFound && e.Status == http.StatusNotFound &&
-		(e.Type == "index_not_found_exception" || e.Type == "")
-}
-
-// newError reads the cluster's error body:
-// {"error":{"type":...,"reason":...,"caused_by":{...}},"status":N}, or
-// {"error":"text"} as some proxies and old versions answer.
-func newError(op string, status int, body []byte) *Error {
-	e := &Error{Op: op, Status: status}
-	var v struct {
-		Error json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(body, &v) == nil && len(v.Error) > 0 {
-		var c cause
-		if json.Unmarshal(v.Error, &c) == nil {
-			e.Type, e.Reason = c.Type, c.reason()
-			return e
-		}
-		var s string
-		if json.Unmarshal(v.Error, &s) == nil {
-			e.Reason = s
-			return e
-		}
-	}
-	e.Reason = snippet(body)
 	return e
-}
-
-// cause is an error object of the cluster, with its chain of causes.
-type cause struct {
-	Type     string `json:"type"`
-	Reason   string `json:"reason"`
-	CausedBy *cause `json:"caused_by"`
-}
-
-// reason is the reason with those of its causes, most general first.
-func (c *cause) reason() string {
-	r := c.Reason
-	for x, depth := c.CausedBy, 0; x != nil && depth < 3; x, depth = x.CausedBy, depth+1 {
-		if x.Reason != "" && x.Reason != r {
-			r += " (caused by " + x.Type + ": " + x.Reason + ")"
-		}
-	}
-	return r
-}
-
-// snippet returns the start of a body for an error message.
-func snippet(body []byte) string {
-	const n = 200
-	s := strings.TrimSpace(string(body))
-	if len(s) > n {
-		s = s[:n] + "..."
-	}
-	return s
 }
 
 // maxBody caps the answers read into memory.
@@ -183,9 +122,9 @@ func (c *client) close() { _ = c.tp.Close(context.Background()) }
 func (c *client) where() string { return strings.Join(c.cfg.URLs, ",") }
 
 // call sends req under the configured timeout and returns the status and
-// body of the answer. An answer other than 2xx is an *Error (the status
-// and body are returned with it); a context that ended is reported as
-// ctx.Err(), wrapped.
+// body of the answer. An answer other than 2xx is an *Error, perhaps
+// wrapped with advice (the status and body are returned with it); a
+// context that ended is reported as ctx.Err(), wrapped.
 func (c *client) call(ctx context.Context, op string, req esapi.Request) (int, []byte, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, nil, fmt.Errorf("%s: %w", op, err)
@@ -214,7 +153,7 @@ func (c *client) call(ctx context.Context, op string, req esapi.Request) (int, [
 		return res.StatusCode, nil, fmt.Errorf("%s: answer larger than %d MiB", op, maxBody>>20)
 	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
-		return res.StatusCode, body, newError(op, res.StatusCode, body)
+		return res.StatusCode, body, newError(op, res.StatusCode, res.Header, body)
 	}
 	return res.StatusCode, body, nil
 }
@@ -223,7 +162,7 @@ func (c *client) call(ctx context.Context, op string, req esapi.Request) (int, [
 // not what the API promises.
 func decode(op string, body []byte, v any) error {
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("%s: malformed answer (%v): %s", op, err, snippet(body))
+		return httperr.Malformed(op, err, body)
 	}
 	return nil
 }
@@ -248,7 +187,7 @@ func (c *client) flavor(ctx context.Context) (Flavor, string, error) {
 		return "", "", err
 	}
 	if in.Version.Number == "" {
-		return "", "", fmt.Errorf("cluster info: %s did not answer like Elasticsearch or OpenSearch: %s", c.where(), snippet(body))
+		return "", "", fmt.Errorf("cluster info: %s did not answer like Elasticsearch or OpenSearch: %s", c.where(), httperr.Excerpt(body))
 	}
 	if strings.EqualFold(in.Version.Distribution, "opensearch") {
 		return OpenSearch, in.Version.Number, nil

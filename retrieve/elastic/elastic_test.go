@@ -629,7 +629,7 @@ func TestBadCredentials(t *testing.T) {
 	cfg := testConfig(s, "wiki")
 	_, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: retrievetest.Corpus()}, elastic.LoadOptions{})
 	var e *elastic.Error
-	if !errors.As(err, &e) || e.Status != 401 {
+	if !errors.As(err, &e) || e.StatusCode != 401 {
 		t.Fatalf("got %v, want a 401 *Error", err)
 	}
 	if !strings.Contains(err.Error(), elastic.EnvAPIKey) || strings.Contains(err.Error(), secret) {
@@ -734,7 +734,7 @@ func TestSearchFaults(t *testing.T) {
 		_, r := newFaulty(t, 10*time.Second, nil, elastictest.ServerError)
 		_, err := r.Search(ctx, q)
 		var e *elastic.Error
-		if !errors.As(err, &e) || e.Status != 500 || e.Type != "exception" {
+		if !errors.As(err, &e) || e.StatusCode != 500 || e.Type != "exception" {
 			t.Errorf("got %v, want a 500 *Error", err)
 		}
 	})
@@ -742,7 +742,7 @@ func TestSearchFaults(t *testing.T) {
 		s, r := newFaulty(t, 10*time.Second, nil, elastictest.Unavailable)
 		_, err := r.Search(ctx, q)
 		var e *elastic.Error
-		if !errors.As(err, &e) || e.Status != 503 {
+		if !errors.As(err, &e) || e.StatusCode != 503 {
 			t.Errorf("got %v, want a 503 *Error", err)
 		}
 		if n := len(s.Endpoint(elastictest.EndpointSearch)); n != 1+elastic.DefaultRetries {
@@ -827,7 +827,7 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.ServerError)})
 		_, err := elastic.Load(ctx, testConfig(s, "wiki"), &sliceSource{ps: corpus}, elastic.LoadOptions{})
 		var e *elastic.Error
-		if !errors.As(err, &e) || e.Status != 500 {
+		if !errors.As(err, &e) || e.StatusCode != 500 {
 			t.Errorf("got %v, want a 500 *Error", err)
 		}
 	})

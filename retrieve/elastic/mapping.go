@@ -21,6 +21,15 @@ const (
 	analyzerName   = "distill_english"
 )
 
+// doc is the stored document.
+type doc struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Text      string    `json:"text"`
+	Sentences []string  `json:"sentences,omitempty"`
+	Vector    []float32 `json:"vector,omitempty"`
+}
+
 // Stemmers LoadOptions.Stemmer accepts.
 const (
 	// StemmerPorter2 is Snowball's English stemmer, the one distill's

@@ -13,6 +13,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/httperr"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve"
 )
@@ -309,7 +310,7 @@ func readHits(op string, body []byte, k int) ([]retrieve.Hit, error) {
 	}
 	switch {
 	case a.Hits == nil:
-		return nil, fmt.Errorf("%s: malformed answer (no hits): %s", op, snippet(body))
+		return nil, httperr.Malformed(op, errors.New("no hits"), body)
 	case a.TimedOut:
 		return nil, fmt.Errorf("%s: the search timed out on the cluster", op)
 	case a.Shards.Failed > 0:
@@ -319,10 +320,10 @@ func readHits(op string, body []byte, k int) ([]retrieve.Hit, error) {
 	out := make([]retrieve.Hit, 0, len(hits))
 	for i, h := range hits {
 		if h.Score == nil {
-			return nil, fmt.Errorf("%s: malformed answer: hit %d (%q) has no score", op, i+1, h.ID)
+			return nil, httperr.Malformed(op, fmt.Errorf("hit %d (%q) has no score", i+1, h.ID), nil)
 		}
 		if h.Source == nil {
-			return nil, fmt.Errorf("%s: malformed answer: hit %d (%q) has no source", op, i+1, h.ID)
+			return nil, httperr.Malformed(op, fmt.Errorf("hit %d (%q) has no source", i+1, h.ID), nil)
 		}
 		p := data.Passage{ID: h.Source.ID, Title: h.Source.Title, Text: h.Source.Text, Sentences: h.Source.Sentences}
 		if p.ID == "" {

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/retrieve/bm25"
 )
 
@@ -113,11 +113,9 @@ func (r Request) JSON(v any) error { return json.Unmarshal(r.Body, v) }
 
 // Server is a running loopback cluster of one node. Close it when done.
 type Server struct {
-	ts   *httptest.Server
+	lb   *testkit.Loopback
 	opts Options
 	bad  map[string]bool
-	done chan struct{}
-	once sync.Once
 
 	mu       sync.Mutex
 	seq      int
@@ -136,9 +134,9 @@ func NewServer(opts Options) *Server {
 		panic("elastictest: unknown flavor " + opts.Flavor)
 	}
 	s := &Server{
+		lb:       testkit.NewLoopback(),
 		opts:     opts,
 		bad:      make(map[string]bool),
-		done:     make(chan struct{}),
 		indices:  make(map[string]*index),
 		rejected: make(map[string]int),
 	}
@@ -149,23 +147,19 @@ func NewServer(opts Options) *Server {
 	for id, n := range opts.RejectItems {
 		s.opts.RejectItems[id] = n
 	}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.lb.Start(http.HandlerFunc(s.serve))
 	return s
 }
 
 // URL is the node's base URL (http://127.0.0.1:PORT).
-func (s *Server) URL() string { return s.ts.URL }
+func (s *Server) URL() string { return s.lb.URL() }
 
 // Client returns an HTTP client for the server.
-func (s *Server) Client() *http.Client { return s.ts.Client() }
+func (s *Server) Client() *http.Client { return s.lb.Client() }
 
 // Close ends hanging requests, stops the server and waits for its
 // handlers to return.
-func (s *Server) Close() {
-	s.once.Do(func() { close(s.done) })
-	s.ts.CloseClientConnections()
-	s.ts.Close()
-}
+func (s *Server) Close() { s.lb.Close() }
 
 // Requests returns a copy of every request received, in arrival order.
 func (s *Server) Requests() []Request {
@@ -315,12 +309,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case pre != nil:
 		rep = *pre
 	case rec.Fault == Hang:
-		select {
-		case <-r.Context().Done():
-		case <-s.done:
-		}
-		// Cut the connection rather than send an empty answer.
-		panic(http.ErrAbortHandler)
+		s.lb.Hang(r)
 	case rec.Fault == TooManyRequests:
 		rep = errorReply(http.StatusTooManyRequests, "es_rejected_execution_exception", "rejected execution of coordinating operation [elastictest]")
 	case rec.Fault == ServerError:
