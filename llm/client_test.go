@@ -172,8 +172,8 @@ func TestStructuredOutputFallback(t *testing.T) {
 		wantFirst []string // response formats of the first call's requests
 	}{
 		{"json_schema works", llmtest.Options{}, ModeJSONSchema, []string{"json_schema"}},
-		{"no json_schema", llmtest.Options{NoJSONSchema: true}, ModeJSONObject, []string{"json_schema", "json_object"}},
-		{"neither", llmtest.Options{NoJSONSchema: true, NoJSONObject: true}, ModeText, []string{"json_schema", "json_object", ""}},
+		{"no json_schema", llmtest.Options{NoJSONSchema: true}, ModeJSONObjectSchema, []string{"json_schema", "json_object"}},
+		{"neither", llmtest.Options{NoJSONSchema: true, NoJSONObject: true}, ModeText, []string{"json_schema", "json_object", "json_object", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,10 +220,97 @@ func TestStructuredOutputFallback(t *testing.T) {
 					t.Errorf("json_schema: got name %q strict %v schema %s, want verdict, true, %s", js.Name, js.Strict, js.Schema, schema.Schema)
 				}
 			default:
+				var rf struct {
+					ResponseFormat struct {
+						Schema json.RawMessage `json:"schema"`
+					} `json:"response_format"`
+				}
+				if err := json.Unmarshal(last.Body, &rf); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := tt.wantMode == ModeJSONObjectSchema, rf.ResponseFormat.Schema != nil; got != want {
+					t.Errorf("response_format.schema: got %s, want it sent only in mode %s", rf.ResponseFormat.Schema, ModeJSONObjectSchema)
+				}
+				if tt.wantMode == ModeJSONObjectSchema && !bytes.Equal(rf.ResponseFormat.Schema, schema.Schema) {
+					t.Errorf("response_format.schema: got %s, want %s", rf.ResponseFormat.Schema, schema.Schema)
+				}
 				msgs := last.Messages
 				if n := len(msgs); n != 1 || !strings.Contains(msgs[0].Content, string(schema.Schema)) || !strings.HasPrefix(msgs[0].Content, "is it enough?") {
 					t.Errorf("messages: got %+v, want the user message followed by the schema instruction", msgs)
 				}
+			}
+		})
+	}
+}
+
+// TestServerErrorNamingResponseFormatFallsBack follows what llama.cpp's
+// Python server answers to response_format json_schema: 500 with the
+// validation error. The client falls back at once, without retrying.
+func TestServerErrorNamingResponseFormatFallsBack(t *testing.T) {
+	var types []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ResponseFormat struct {
+				Type   string          `json:"type"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"response_format"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			t.Errorf("decode request: %v", err)
+		}
+		types = append(types, body.ResponseFormat.Type)
+		w.Header().Set("Content-Type", "application/json")
+		if body.ResponseFormat.Type == "json_schema" {
+			w.WriteHeader(http.StatusInternalServerError)
+			io.WriteString(w, `{"error":{"message":"1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"}","type":"internal_server_error","param":null,"code":null}}`)
+			return
+		}
+		if body.ResponseFormat.Schema == nil {
+			t.Errorf("json_object request without the schema member")
+		}
+		io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"{}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`)
+	}))
+	defer ts.Close()
+	c := newClient(t, ts.URL, Config{})
+	req := userRequest("x")
+	req.Schema = &Schema{Name: "s", Schema: json.RawMessage(`{"type":"object"}`)}
+	resp, err := c.Chat(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Mode != ModeJSONObjectSchema {
+		t.Errorf("mode: got %s, want %s", resp.Mode, ModeJSONObjectSchema)
+	}
+	if diff := cmp.Diff([]string{"json_schema", "json_object"}, types); diff != "" {
+		t.Errorf("response formats sent (-want +got):\n%s", diff)
+	}
+}
+
+func TestEmbedInputType(t *testing.T) {
+	for _, inputType := range []string{"", "query", "passage"} {
+		t.Run("input type "+inputType, func(t *testing.T) {
+			var got map[string]json.RawMessage
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
+					t.Errorf("decode request: %v", err)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,0.5]}],"model":"e","usage":{"prompt_tokens":2,"total_tokens":2}}`)
+			}))
+			defer ts.Close()
+			c := newClient(t, ts.URL, Config{InputType: inputType})
+			if _, _, err := c.Embed(context.Background(), []string{"hello"}); err != nil {
+				t.Fatal(err)
+			}
+			raw, ok := got["input_type"]
+			switch {
+			case inputType == "" && ok:
+				t.Errorf("input_type sent as %s, want none", raw)
+			case inputType != "" && string(raw) != `"`+inputType+`"`:
+				t.Errorf("input_type: got %s, want %q", raw, inputType)
+			}
+			if _, ok := got["input"]; !ok {
+				t.Errorf("request %v has no input", got)
 			}
 		})
 	}
