@@ -57,7 +57,7 @@ func newBackend(c *cli.Context, name string) (finetune.Backend, error) {
 	case builtin.Name:
 		return builtin.Backend{}, nil
 	case ftopenai.Name:
-		base := c.String("train-base-url")
+		base := orSharedBaseURL(c, c.String("train-base-url"))
 		if base == "" {
 			base = defaultBaseURL
 		}

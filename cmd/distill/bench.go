@@ -101,6 +101,9 @@ func benchAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErrorf("bench: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
 	}
+	if err := shareModel(c, "judge", "base-judge", "extractor", "reader"); err != nil {
+		return err
+	}
 	questionsPath, dataset := c.Path("questions"), c.String("dataset")
 	switch {
 	case questionsPath != "" && dataset != "":

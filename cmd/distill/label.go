@@ -86,6 +86,9 @@ func labelAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErrorf("label: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
 	}
+	if err := shareModel(c, "teacher"); err != nil {
+		return err
+	}
 	opts, err := labelOptions(c)
 	if err != nil {
 		return err
@@ -235,7 +238,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 		}
 	} else {
 		info.Model, info.Template = c.String("teacher-model"), label.TeacherTemplateHash
-		info.BaseURL = c.String("teacher-base-url")
+		info.BaseURL = orSharedBaseURL(c, c.String("teacher-base-url"))
 		if info.BaseURL == "" {
 			info.BaseURL = defaultBaseURL
 		}

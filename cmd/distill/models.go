@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -9,13 +10,16 @@ import (
 	"github.com/distill-rag/distill/llm"
 )
 
-// defaultBaseURL is where a model goes without a --*-base-url.
+// defaultBaseURL is where a model goes without a --*-base-url, --base-url
+// or OPENAI_BASE_URL.
 const defaultBaseURL = "https://api.openai.com/v1"
 
 // modelFlags are the flags of the shared model client (cache, limits,
 // prices, timeout), for every command that calls models.
 func modelFlags() []cli.Flag {
 	return []cli.Flag{
+		&cli.StringFlag{Name: "base-url", Usage: "server `URL`(s), with /v1, of every model role that gives none of its own (--<role>-base-url)", EnvVars: []string{"OPENAI_BASE_URL"}, DefaultText: "OpenAI's API"},
+		&cli.StringFlag{Name: "model", Usage: "model of every llm role that gives none of its own (--<role>-model)", EnvVars: []string{"DISTILL_MODEL", "DISTILL_CHAT_MODEL"}},
 		&cli.PathFlag{Name: "cache", Usage: "keep model responses in `DIR` and replay them on reruns", EnvVars: []string{"DISTILL_CACHE"}},
 		&cli.IntFlag{Name: "max-concurrent", Usage: "most requests in flight per model role (0: no limit)"},
 		&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per model role (0: none)"},
@@ -42,12 +46,15 @@ func priceTable(c *cli.Context) (map[string]llm.Price, error) {
 // API when empty), the key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY.
 // A comma-separated list of base URLs (replicas of one model) makes a
 // pool that spreads the requests over them.
-func newModelClient(c *cli.Context, role, model, baseURL string) (llm.Endpoint, error) {
-	urls := splitURLs(baseURL)
+func newModelClient(c *cli.Context, role, model, baseURL string, adjust ...func(*llm.Config)) (llm.Endpoint, error) {
+	urls := splitURLs(orSharedBaseURL(c, baseURL))
 	clients := make([]*llm.Client, len(urls))
 	for i, u := range urls {
-		client, err := llm.New(llm.Config{BaseURL: u, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")},
-			llm.WithLogger(loggerFrom(c)))
+		cfg := llm.Config{BaseURL: u, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")}
+		for _, a := range adjust {
+			a(&cfg)
+		}
+		client, err := llm.New(cfg, llm.WithLogger(loggerFrom(c)))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %s model: %w", c.Command.Name, role, err)
 		}
@@ -57,6 +64,37 @@ func newModelClient(c *cli.Context, role, model, baseURL string) (llm.Endpoint, 
 		return clients[0], nil
 	}
 	return llm.NewPool(clients...)
+}
+
+// orSharedBaseURL returns a role's base URL, else the one every role shares:
+// --base-url, else OPENAI_BASE_URL (for the commands without --base-url,
+// as OpenAI's own clients read it), else "" (OpenAI's API).
+func orSharedBaseURL(c *cli.Context, baseURL string) string {
+	if baseURL != "" {
+		return baseURL
+	}
+	if u := c.String("base-url"); u != "" {
+		return u
+	}
+	return os.Getenv("OPENAI_BASE_URL")
+}
+
+// shareModel gives each of the llm roles named that names no model of its
+// own (--<role>-model) the shared --model. A role is llm when its flag (the
+// role's name) says so.
+func shareModel(c *cli.Context, roles ...string) error {
+	model := c.String("model")
+	if model == "" {
+		return nil
+	}
+	for _, role := range roles {
+		if c.String(role) == "llm" && !c.IsSet(role+"-model") {
+			if err := c.Set(role+"-model", model); err != nil {
+				return fmt.Errorf("--model for --%s-model: %w", role, err)
+			}
+		}
+	}
+	return nil
 }
 
 // splitURLs splits a comma-separated list of base URLs; an empty list is

@@ -16,7 +16,7 @@ import (
 // embed the queries of a dense index.
 func retrieverFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "embed-base-url", Usage: "embeddings server `URL`(s), with /v1, for dense indexes (default: OpenAI's API)", EnvVars: []string{"DISTILL_EMBED_BASE_URL"}},
+		&cli.StringFlag{Name: "embed-base-url", Usage: "embeddings server `URL`(s), with /v1, for dense indexes (default: the server the index was built with)", EnvVars: []string{"DISTILL_EMBED_BASE_URL"}},
 		&cli.IntFlag{Name: "nprobe", Usage: "search this many IVF partitions of a dense index built with --ivf (0: exact search)"},
 	}
 }
@@ -27,7 +27,17 @@ const indexSpecHelp = "index: a `DIR` built by distill index (BM25 or dense), es
 // indexKinds is the registry of the kinds of index that --index opens:
 // the one place where they are wired.
 func indexKinds(c *cli.Context) *retrieve.Registry {
-	embed := func(model string) (llm.Embedder, error) { return embedder(c, model) }
+	embed := func(m dense.Meta) (llm.Embedder, error) {
+		base := c.String("embed-base-url")
+		if base == "" {
+			base = m.BaseURL
+		}
+		inputType := ""
+		if m.InputType {
+			inputType = "query"
+		}
+		return embedder(c, m.Model, base, inputType)
+	}
 	return retrieve.NewRegistry(
 		bm25.Kind(),
 		dense.Kind(embed, dense.OpenOptions{NProbe: c.Int("nprobe")}),
@@ -48,13 +58,15 @@ func openIndex(c *cli.Context, spec string) (retrieve.Index, error) {
 }
 
 // embedder returns the embeddings client of a model, with retries and the
-// limits of the model flags, from --embed-base-url (a list of replicas is
-// a pool) and the key in DISTILL_EMBED_API_KEY or OPENAI_API_KEY.
-func embedder(c *cli.Context, model string) (llm.Embedder, error) {
+// limits of the model flags, on baseURL (a list of replicas is a pool;
+// empty: --base-url, OPENAI_BASE_URL or OpenAI's API) with the key in
+// DISTILL_EMBED_API_KEY or OPENAI_API_KEY; inputType, when set, goes with
+// every request (llm.Config.InputType).
+func embedder(c *cli.Context, model, baseURL, inputType string) (llm.Embedder, error) {
 	if model == "" {
 		return nil, errors.New("no embedding model")
 	}
-	client, err := newModelClient(c, "embed", model, c.String("embed-base-url"))
+	client, err := newModelClient(c, "embed", model, baseURL, func(cfg *llm.Config) { cfg.InputType = inputType })
 	if err != nil {
 		return nil, err
 	}

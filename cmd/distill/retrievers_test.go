@@ -59,3 +59,41 @@ func TestIndexKinds(t *testing.T) {
 		t.Error("nothing retrieved through the hybrid index")
 	}
 }
+
+// TestDenseIndexRemembersServer searches a dense index without
+// --embed-base-url: the server it was built with is recorded in its
+// meta.json and used again, with input_type when it was built with it.
+func TestDenseIndexRemembersServer(t *testing.T) {
+	t.Chdir(t.TempDir())
+	emb := llmtest.NewServer(llmtest.Options{EmbeddingDim: 16})
+	defer emb.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("DISTILL_EMBED_BASE_URL", "")
+	r := runDistill(t, "--quiet", "index", "--kind", "dense", "--dataset", "sample", "--out", "dense",
+		"--embed-model", "e5-test", "--embed-base-url", emb.URL(), "--embed-input-type")
+	if r.code != 0 {
+		t.Fatalf("index: exit %d, stderr %q", r.code, r.stderr)
+	}
+	built := len(emb.Requests())
+	r = runDistill(t, "--quiet", "search", "--index", "dense", "-k", "2", "--json", "director born city")
+	if r.code != 0 || strings.Count(r.stdout, "\n") != 2 {
+		t.Fatalf("search: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	reqs := emb.Requests()
+	if len(reqs) != built+1 {
+		t.Fatalf("the search sent %d requests to the recorded server, want 1", len(reqs)-built)
+	}
+	for i, req := range reqs {
+		want := "passage"
+		if i >= built {
+			want = "query"
+		}
+		if !strings.Contains(string(req.Body), `"input_type":"`+want+`"`) {
+			t.Errorf("request %d: body %s, want input_type %q", i, req.Body, want)
+		}
+		if strings.Contains(string(req.Body), "passage: ") || strings.Contains(string(req.Body), "query: ") {
+			t.Errorf("request %d: body %s carries an E5 prefix although the server is told the input type", i, req.Body)
+		}
+	}
+}

@@ -94,6 +94,9 @@ func rolloutAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErrorf("rollout: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
 	}
+	if err := shareModel(c, "judge", "extractor", "reader"); err != nil {
+		return err
+	}
 	opts, err := rolloutOptions(c)
 	if err != nil {
 		return err

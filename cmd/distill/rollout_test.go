@@ -402,3 +402,43 @@ func TestRolloutReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedModelFlags runs every model role against one server named only
+// by OPENAI_BASE_URL and one --model: no role's own flags, and not one
+// request to OpenAI's API.
+func TestSharedModelFlags(t *testing.T) {
+	t.Chdir(t.TempDir())
+	srv := llmtest.NewServer(llmtest.Options{Answer: func(r llmtest.Request) string {
+		switch {
+		case strings.Contains(string(r.Body), "evidence_global_ids"):
+			return `{"evidence_global_ids": [1]}`
+		case strings.Contains(string(r.Body), "gap_items"):
+			return `{"sufficient": true, "gap_items": []}`
+		}
+		return "Answer: x"
+	}})
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", srv.URL())
+	r := runDistill(t, "--quiet", "rollout", "--out", "ro", "--limit", "3", "--model", "shared-model",
+		"--judge", "llm", "--extractor", "llm", "--reader", "llm")
+	if r.code != 0 {
+		t.Fatalf("rollout: exit %d, stderr %q", r.code, r.stderr)
+	}
+	models := map[string]bool{}
+	for _, req := range srv.Requests() {
+		models[req.Model] = true
+	}
+	if len(models) != 1 || !models["shared-model"] {
+		t.Errorf("models asked for: %v, want only shared-model", models)
+	}
+	if n := srv.Counts().Requests; n < 3*3 {
+		t.Errorf("server got %d requests, want at least one per role and question", n)
+	}
+	rows := checkTrajectories(t, filepath.Join("ro", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:3]))
+	for _, row := range rows {
+		if row.Failure != "" {
+			t.Errorf("question %s failed: %s", row.QuestionID, row.Failure)
+		}
+	}
+}

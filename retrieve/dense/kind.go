@@ -27,9 +27,10 @@ var (
 func IsIndex(dir string) bool { return metafile.Format(dir) == Format }
 
 // Kind is the registry entry of dense index directories. embedder returns
-// the query embedder for the model an index was built with (its
-// Meta().Model); opts are those of Open, whose Embedder it sets.
-func Kind(embedder func(model string) (llm.Embedder, error), opts OpenOptions) retrieve.Kind {
+// the query embedder of an index as its meta.json describes it (the model,
+// the server it was built with, whether queries carry input_type "query");
+// opts are those of Open, whose Embedder it sets.
+func Kind(embedder func(Meta) (llm.Embedder, error), opts OpenOptions) retrieve.Kind {
 	return retrieve.Kind{
 		Name:  Name,
 		Spec:  "a dense index directory",
@@ -40,7 +41,7 @@ func Kind(embedder func(model string) (llm.Embedder, error), opts OpenOptions) r
 				return nil, fmt.Errorf("open dense index: %w", err)
 			}
 			o := opts
-			if o.Embedder, err = embedder(meta.Model); err != nil {
+			if o.Embedder, err = embedder(meta); err != nil {
 				return nil, fmt.Errorf("open dense index %s: %w", dir, err)
 			}
 			x, err := Open(dir, o)
