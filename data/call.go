@@ -8,6 +8,7 @@ package data
 type Call struct {
 	Raw          string
 	ParseError   string
+	Repaired     bool
 	Model        string
 	TemplateHash string
 	Usage        Usage

@@ -39,6 +39,13 @@ type State struct {
 	Sufficient      bool      `parquet:"sufficient" json:"sufficient"`
 	GapItems        []GapItem `parquet:"gap_items,list" json:"gap_items"`
 	JudgeParseError string    `parquet:"judge_parse_error" json:"judge_parse_error,omitempty"`
+	// JudgeRepaired, ExtractorRepaired and ReaderRepaired are set when that
+	// role's first answer was unusable and it was asked once more (the
+	// output fields then hold the second answer; the parse error says
+	// whether that one was usable).
+	JudgeRepaired     bool `parquet:"judge_repaired" json:"judge_repaired,omitempty"`
+	ExtractorRepaired bool `parquet:"extractor_repaired" json:"extractor_repaired,omitempty"`
+	ReaderRepaired    bool `parquet:"reader_repaired" json:"reader_repaired,omitempty"`
 	// Override is set when the judge called the empty context of round 0
 	// sufficient and the loop retrieved anyway, as the method requires.
 	Override bool `parquet:"override" json:"override,omitempty"`
@@ -50,7 +57,14 @@ type State struct {
 	// Candidates is the number of numbered sentences the extractor was
 	// shown; ChosenIDs the ids kept, in the extractor's order; DroppedIDs
 	// the ids it gave that were dropped, counted by reason.
-	Candidates        int32   `parquet:"candidates" json:"candidates"`
+	Candidates int32 `parquet:"candidates" json:"candidates"`
+	// CandidatesTrimmed counts the numbered sentences not shown to the
+	// extractor because the prompt would have outgrown the model's context
+	// window (the last ones, of the lowest-ranked documents); EvidenceTrimmed
+	// the chosen sentences not appended because the context would have
+	// outgrown the judge's or the reader's window (rollout.Options).
+	CandidatesTrimmed int32   `parquet:"candidates_trimmed" json:"candidates_trimmed,omitempty"`
+	EvidenceTrimmed   int32   `parquet:"evidence_trimmed" json:"evidence_trimmed,omitempty"`
 	ChosenIDs         []int32 `parquet:"chosen_ids,list" json:"chosen_ids"`
 	DroppedIDs        []int32 `parquet:"dropped_ids,list" json:"dropped_ids"`
 	DroppedOutOfRange int32   `parquet:"dropped_out_of_range" json:"dropped_out_of_range"`

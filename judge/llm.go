@@ -138,6 +138,7 @@ func (j *LLM) Judge(ctx context.Context, question string, c data.Context) (Resul
 	call := data.Call{
 		Raw:          resp.Content,
 		Model:        resp.Model,
+		Repaired:     resp.Reasked,
 		TemplateHash: TemplateHash,
 		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
 	}

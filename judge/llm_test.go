@@ -155,7 +155,7 @@ func TestLLM(t *testing.T) {
 			if wantRequests == 2 {
 				checkReask(t, reqs, tt.answers[0])
 			}
-			want := Result{Verdict: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", TemplateHash: TemplateHash}}
+			want := Result{Verdict: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "judge-model", Repaired: wantRequests == 2, TemplateHash: TemplateHash}}
 			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}

@@ -224,16 +224,35 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, error) {
 		if err == nil || mode == ModeText || !rejectsFormat(err) {
 			return resp, err
 		}
+		// Concurrent first calls all meet the refusal; the one that steps
+		// the client down says so, once per mode.
+		stepped := false
 		for {
 			cur := c.mode.Load()
-			if int(cur) > i || c.mode.CompareAndSwap(cur, int32(i+1)) {
+			if int(cur) > i {
+				break
+			}
+			if c.mode.CompareAndSwap(cur, int32(i+1)) {
+				stepped = true
 				break
 			}
 		}
-		c.log.Warn("server rejected structured output mode; falling back",
-			"role", c.cfg.Role, "model", c.cfg.Model,
-			"from", mode, "to", structuredModes[i+1], "error", err)
+		if stepped {
+			c.log.Warn("server rejected structured output mode; falling back",
+				"role", c.cfg.Role, "model", c.cfg.Model,
+				"from", mode, "to", structuredModes[i+1], "error", firstLine(err.Error()))
+		}
 	}
+}
+
+// firstLine returns the first line of s, for a log line: servers put
+// whole tracebacks in their error messages.
+func firstLine(s string) string {
+	line, _, cut := strings.Cut(s, "\n")
+	if cut {
+		return line + " ..."
+	}
+	return line
 }
 
 // rejectsFormat reports whether err is the server refusing a

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -247,7 +249,10 @@ func TestStructuredOutputFallback(t *testing.T) {
 // Python server answers to response_format json_schema: 500 with the
 // validation error. The client falls back at once, without retrying.
 func TestServerErrorNamingResponseFormatFallsBack(t *testing.T) {
-	var types []string
+	var (
+		mu    sync.Mutex
+		types []string
+	)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			ResponseFormat struct {
@@ -258,7 +263,9 @@ func TestServerErrorNamingResponseFormatFallsBack(t *testing.T) {
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
 			t.Errorf("decode request: %v", err)
 		}
+		mu.Lock()
 		types = append(types, body.ResponseFormat.Type)
+		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if body.ResponseFormat.Type == "json_schema" {
 			w.WriteHeader(http.StatusInternalServerError)
@@ -271,20 +278,61 @@ func TestServerErrorNamingResponseFormatFallsBack(t *testing.T) {
 		io.WriteString(w, `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"{}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}`)
 	}))
 	defer ts.Close()
-	c := newClient(t, ts.URL, Config{})
-	req := userRequest("x")
-	req.Schema = &Schema{Name: "s", Schema: json.RawMessage(`{"type":"object"}`)}
-	resp, err := c.Chat(context.Background(), req)
+	var logs strings.Builder
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	c, err := New(Config{BaseURL: ts.URL, Model: "test-model"}, WithLogger(logger))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Mode != ModeJSONObjectSchema {
-		t.Errorf("mode: got %s, want %s", resp.Mode, ModeJSONObjectSchema)
+	req := userRequest("x")
+	req.Schema = &Schema{Name: "s", Schema: json.RawMessage(`{"type":"object"}`)}
+	// Several first calls at once all meet the refusal: one warning, and
+	// only the first line of the server's message in it.
+	const calls = 6
+	var wg sync.WaitGroup
+	modes := make([]string, calls)
+	for i := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.Chat(context.Background(), req)
+			if err != nil {
+				t.Error(err)
+			}
+			modes[i] = resp.Mode
+		}()
 	}
-	if diff := cmp.Diff([]string{"json_schema", "json_object"}, types); diff != "" {
-		t.Errorf("response formats sent (-want +got):\n%s", diff)
+	wg.Wait()
+	for i, m := range modes {
+		if m != ModeJSONObjectSchema {
+			t.Errorf("call %d mode: got %s, want %s", i, m, ModeJSONObjectSchema)
+		}
+	}
+	if n := strings.Count(logs.String(), "falling back"); n != 1 {
+		t.Errorf("got %d fallback warnings, want 1:\n%s", n, logs.String())
+	}
+	if strings.Contains(logs.String(), "literal_error") {
+		t.Errorf("the warning carries the server's whole message: %s", logs.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(types); n < calls+1 || n > 2*calls {
+		t.Errorf("got %d requests, want between %d and %d", n, calls+1, 2*calls)
+	}
+	if types[len(types)-1] != "json_object" {
+		t.Errorf("last response format sent: got %s, want json_object", types[len(types)-1])
 	}
 }
+
+// writerFunc is an io.Writer from a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestEmbedInputType(t *testing.T) {
 	for _, inputType := range []string{"", "query", "passage"} {
@@ -336,6 +384,31 @@ func TestUnrelatedBadRequestDoesNotFallBack(t *testing.T) {
 	}
 	if IsRetryable(err) {
 		t.Errorf("a 400 is retryable, want not")
+	}
+	if !IsContextLength(err) {
+		t.Errorf("IsContextLength(%v): got false, want true", err)
+	}
+}
+
+func TestIsContextLength(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"openai and llama.cpp code", &StatusError{StatusCode: 400, Code: "context_length_exceeded", Message: "too long"}, true},
+		{"vllm message", fmt.Errorf("chat m: %w", &StatusError{StatusCode: 400, Message: "This model's maximum context length is 2048 tokens. However, you requested 2100 tokens"}), true},
+		{"context window", &StatusError{StatusCode: 400, Message: "Requested tokens (9000) exceed context window of 8192"}, true},
+		{"other bad request", &StatusError{StatusCode: 400, Message: "unknown field"}, false},
+		{"server error", &StatusError{StatusCode: 500, Message: "maximum context length"}, false},
+		{"not a status", errors.New("maximum context length"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsContextLength(tt.err); got != tt.want {
+				t.Errorf("IsContextLength(%v): got %v, want %v", tt.err, got, tt.want)
+			}
+		})
 	}
 }
 

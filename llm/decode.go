@@ -63,7 +63,7 @@ func ExtractJSON(text string) (string, bool) {
 // answers. v is only written on success.
 //
 // The Response is the last one received, with the usage of both calls
-// when there was a re-ask. Errors of c are returned as they are.
+// and Reasked set when there was a re-ask. Errors of c are returned as they are.
 func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, error) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
@@ -91,6 +91,7 @@ func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, e
 	}
 	resp.Usage.PromptTokens += first.Usage.PromptTokens
 	resp.Usage.CompletionTokens += first.Usage.CompletionTokens
+	resp.Reasked = true
 	perr2 := decodeInto(resp, rv)
 	if perr2 == nil {
 		return resp, nil

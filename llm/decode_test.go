@@ -159,6 +159,9 @@ func TestDecodeJSON(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("decoded (-want +got):\n%s", diff)
 			}
+			if got, want := resp.Reasked, tt.wantCalls == 2; got != want {
+				t.Errorf("Reasked: got %v, want %v", got, want)
+			}
 			if want := 10 * tt.wantCalls; resp.Usage.PromptTokens != want {
 				t.Errorf("usage: got %d prompt tokens, want %d", resp.Usage.PromptTokens, want)
 			}

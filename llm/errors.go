@@ -1,6 +1,11 @@
 package llm
 
-import "github.com/distill-rag/distill/internal/httperr"
+import (
+	"errors"
+	"strings"
+
+	"github.com/distill-rag/distill/internal/httperr"
+)
 
 // ErrAuth is matched (errors.Is) by errors for answers 401 and 403: the
 // server refused the credentials. It is systemic: retrying cannot help and a
@@ -31,3 +36,21 @@ type BodyError = httperr.BodyError
 // connection-level failure. Cancellation, bad requests and refused
 // credentials are not.
 func IsRetryable(err error) bool { return httperr.Retryable(err) }
+
+// IsContextLength reports whether err is the server refusing a request
+// whose prompt and answer budget do not fit the model's context window:
+// OpenAI's code context_length_exceeded (which llama.cpp's Python server
+// also sends) or a 400 saying "maximum context length" (vLLM) or "context
+// window". Retrying the same request cannot help; a shorter prompt or a
+// smaller max_tokens can.
+func IsContextLength(err error) bool {
+	var se *StatusError
+	if !errors.As(err, &se) || se.StatusCode != 400 {
+		return false
+	}
+	if se.Code == "context_length_exceeded" {
+		return true
+	}
+	msg := strings.ToLower(se.Message)
+	return strings.Contains(msg, "maximum context length") || strings.Contains(msg, "context window")
+}

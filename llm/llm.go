@@ -52,6 +52,10 @@ type Response struct {
 	Mode string
 	// Cached is true when the response came from the on-disk cache.
 	Cached bool
+	// Reasked is true when the caller's first answer was unusable and the
+	// model was asked once more (DecodeJSON's repair): the content is the
+	// second answer, and the usage adds up both calls.
+	Reasked bool
 }
 
 // Chatter answers chat requests. Implementations and decorators (retry,

@@ -134,7 +134,8 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 // the model ReaderPrompt (the question and the rendered context, to be
 // answered from the context only), asks for a line "Answer: ..." in plain
 // text and reads it with ParseAnswer; an output without an answer is a
-// parse failure with an empty answer (there is no re-ask). Its template
+// parse failure with an empty answer after one re-ask that shows the model
+// its reply and the form the answer must take (Call.Repaired). Its template
 // hash is ReaderTemplateHash. See LLMExtractor for what the model-backed
 // roles share.
 type LLMReader struct {
@@ -161,16 +162,40 @@ func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context)
 	if err != nil {
 		return ReadResult{}, roleCallError(ctx, "llm reader", err)
 	}
-	call := newCall(resp, r.model, ReaderTemplateHash)
-	answer, err := ParseAnswer(resp.Content)
-	if err != nil {
-		call.ParseError = err.Error()
-		if resp.FinishReason == "length" {
-			call.ParseError += " (the reply was cut off at the token limit)"
+	answer, perr := readAnswer(resp)
+	if perr != nil {
+		// One repair, as for the roles that answer in JSON: the model sees
+		// its reply and the form it must take.
+		again := req
+		again.Messages = append(again.Messages,
+			llm.Message{Role: "assistant", Content: resp.Content},
+			llm.Message{Role: "user", Content: readerRepair})
+		first := resp
+		resp, err = r.c.Chat(ctx, again)
+		if err != nil {
+			return ReadResult{}, roleCallError(ctx, "llm reader", fmt.Errorf("re-ask after an answer without %q: %w", "Answer:", err))
 		}
+		resp.Usage.PromptTokens += first.Usage.PromptTokens
+		resp.Usage.CompletionTokens += first.Usage.CompletionTokens
+		resp.Reasked = true
+		answer, perr = readAnswer(resp)
+	}
+	call := newCall(resp, r.model, ReaderTemplateHash)
+	if perr != nil {
+		call.ParseError = perr.Error()
 		return ReadResult{Call: call}, nil
 	}
 	return ReadResult{Answer: answer, Call: call}, nil
+}
+
+// readAnswer reads the reader's answer from a response (ParseAnswer),
+// saying when a reply without one was cut off at the token limit.
+func readAnswer(resp llm.Response) (string, error) {
+	answer, err := ParseAnswer(resp.Content)
+	if err != nil && resp.FinishReason == "length" {
+		return "", fmt.Errorf("%w (the reply was cut off at the token limit)", err)
+	}
+	return answer, err
 }
 
 // messages turns a prompt into chat messages.
@@ -183,6 +208,7 @@ func newCall(resp llm.Response, model, hash string) data.Call {
 	call := data.Call{
 		Raw:          resp.Content,
 		Model:        resp.Model,
+		Repaired:     resp.Reasked,
 		TemplateHash: hash,
 		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
 	}

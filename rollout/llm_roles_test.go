@@ -152,7 +152,7 @@ func TestLLMExtractor(t *testing.T) {
 			if wantRequests == 2 {
 				checkReask(t, reqs, tt.answers[0])
 			}
-			want := ExtractResult{IDs: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", TemplateHash: ExtractorTemplateHash}}
+			want := ExtractResult{IDs: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", Repaired: wantRequests == 2, TemplateHash: ExtractorTemplateHash}}
 			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -202,18 +202,22 @@ func TestLLMExtractorNothingToPointAt(t *testing.T) {
 
 func TestLLMReader(t *testing.T) {
 	tests := []struct {
-		name, answer, want string
-		wantParseError     string
+		name           string
+		answers        []string // the model's answers in turn; a second one is the repair's
+		want           string
+		wantParseError string
 	}{
-		{name: "answer", answer: "Answer: Carrow", want: "Carrow"},
-		{name: "reasoning, then answer with period", answer: "Venn was born in Carrow.\nAnswer: Carrow.", want: "Carrow"},
-		{name: "markdown and quotes", answer: `**Answer:** "Carrow"`, want: "Carrow"},
-		{name: "no marker", answer: "Carrow", wantParseError: `no "Answer:"`},
-		{name: "nothing after the marker", answer: "Answer:", wantParseError: `nothing after the last "Answer:"`},
+		{name: "answer", answers: []string{"Answer: Carrow"}, want: "Carrow"},
+		{name: "reasoning, then answer with period", answers: []string{"Venn was born in Carrow.\nAnswer: Carrow."}, want: "Carrow"},
+		{name: "markdown and quotes", answers: []string{`**Answer:** "Carrow"`}, want: "Carrow"},
+		{name: "answer is", answers: []string{"The answer is: Carrow."}, want: "Carrow"},
+		{name: "no marker, repaired", answers: []string{"Carrow", "Answer: Carrow"}, want: "Carrow"},
+		{name: "no marker twice", answers: []string{"Carrow", "It is Carrow"}, wantParseError: `no "Answer:"`},
+		{name: "nothing after the marker twice", answers: []string{"Answer:", "Answer:"}, wantParseError: `nothing after the last "Answer:"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := scripted(t, tt.answer)
+			s := scripted(t, tt.answers...)
 			r := NewLLMReader(client(t, s.URL(), "reader-model"), "configured-reader")
 			c := promptContext()
 			got, err := r.Answer(context.Background(), promptQuestion, c)
@@ -221,10 +225,12 @@ func TestLLMReader(t *testing.T) {
 				t.Fatalf("got error %v, want none", err)
 			}
 			reqs := s.Requests()
-			if len(reqs) != 1 {
-				t.Fatalf("got %d requests, want 1 (no re-ask)", len(reqs))
+			if len(reqs) != len(tt.answers) {
+				t.Fatalf("got %d requests, want %d", len(reqs), len(tt.answers))
 			}
-			want := ReadResult{Answer: tt.want, Call: data.Call{Raw: tt.answer, Model: "reader-model", TemplateHash: ReaderTemplateHash, Usage: billed(reqs, []string{tt.answer})}}
+			last := tt.answers[len(tt.answers)-1]
+			want := ReadResult{Answer: tt.want, Call: data.Call{Raw: last, Model: "reader-model", Repaired: len(tt.answers) == 2,
+				TemplateHash: ReaderTemplateHash, Usage: billed(reqs, tt.answers)}}
 			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(data.Call{}, "ParseError")); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -237,6 +243,12 @@ func TestLLMReader(t *testing.T) {
 			wantMsgs := []llmtest.Message{{Role: "system", Content: readerSystem}, {Role: "user", Content: ReaderPrompt(promptQuestion, c.Render()).User}}
 			if diff := cmp.Diff(wantMsgs, reqs[0].Messages); diff != "" {
 				t.Errorf("messages differ (-want +got):\n%s", diff)
+			}
+			if len(reqs) == 2 {
+				repair := append(slices.Clone(wantMsgs), llmtest.Message{Role: "assistant", Content: tt.answers[0]}, llmtest.Message{Role: "user", Content: readerRepair})
+				if diff := cmp.Diff(repair, reqs[1].Messages); diff != "" {
+					t.Errorf("repair messages differ (-want +got):\n%s", diff)
+				}
 			}
 		})
 	}

@@ -114,6 +114,20 @@ type Options struct {
 	Dedup Dedup
 	// Policy says when to stop (default EarlyStop).
 	Policy Policy
+	// EvidenceTokens, when positive, bounds the question and the rendered
+	// evidence context together, in tokens (EstimateTokens), so that the
+	// judge's and the reader's prompts fit their models' context window:
+	// chosen sentences that would take the context past it are not
+	// appended (the last ones chosen first), and the state records how
+	// many (data.State.EvidenceTrimmed). The context every state records is
+	// the one the judge saw, so trimmed training data stays exact.
+	EvidenceTokens int
+	// CandidateTokens, when positive, bounds the question and the numbered
+	// sentences shown to the extractor (or compressor) in one round: the
+	// sentences past it, the lowest-ranked documents' last, are not shown,
+	// and the state records how many (data.State.CandidatesTrimmed).
+	// Budgets.Apply sets both from a model's context window.
+	CandidateTokens int
 }
 
 // ErrOptions is the cause of errors about bad Options.
@@ -140,6 +154,9 @@ func (o Options) withDefaults() (Options, error) {
 		if *f.v == 0 {
 			*f.v = f.def
 		}
+	}
+	if o.EvidenceTokens < 0 || o.CandidateTokens < 0 {
+		return o, fmt.Errorf("token budgets %d and %d: %w", o.EvidenceTokens, o.CandidateTokens, ErrOptions)
 	}
 	if _, ok := policyNames[o.Policy]; !ok {
 		return o, fmt.Errorf("%v: %w", o.Policy, ErrOptions)
@@ -195,6 +212,10 @@ type Counts struct {
 	Chosen, DroppedOutOfRange, DroppedRepeated, DroppedOverLimit int
 	// Title blocks appended to the context and those already in it.
 	BlocksAdded, BlocksSkipped int
+	// Sentences left out to fit the token budgets of Options.
+	CandidatesTrimmed, EvidenceTrimmed int
+	// Calls whose first answer was unusable and were asked once more.
+	JudgeRepairs, ExtractorRepairs, ReaderRepairs int
 }
 
 // Run runs the loop of the method on one question and records every state.
@@ -306,7 +327,10 @@ func (l *loop) judge(ctx context.Context, round int, st *data.State) (data.Verdi
 	if verdict.Sufficient {
 		verdict.GapItems = nil
 	}
-	st.JudgeOutput, st.JudgeParseError = res.Raw, res.ParseError
+	if res.Repaired {
+		l.tr.Counts.JudgeRepairs++
+	}
+	st.JudgeOutput, st.JudgeParseError, st.JudgeRepaired = res.Raw, res.ParseError, res.Repaired
 	st.Sufficient, st.GapItems = verdict.Sufficient, slices.Clone(verdict.GapItems)
 	st.JudgeMS = ms(d)
 	st.JudgeModel, st.JudgeTemplate = res.Model, res.TemplateHash
@@ -331,7 +355,10 @@ func (l *loop) read(ctx context.Context, round int, st *data.State) error {
 	}
 	l.tr.Answer = answer
 	st.IsFinal = true
-	st.Answer, st.ReaderOutput, st.ReaderParseError = answer, res.Raw, res.ParseError
+	if res.Repaired {
+		l.tr.Counts.ReaderRepairs++
+	}
+	st.Answer, st.ReaderOutput, st.ReaderParseError, st.ReaderRepaired = answer, res.Raw, res.ParseError, res.Repaired
 	st.ReadMS = ms(d)
 	st.ReaderModel, st.ReaderTemplate = res.Model, res.TemplateHash
 	st.ReaderPromptTokens, st.ReaderCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
@@ -362,9 +389,12 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	next := &l.next
 	next.RetrieveMS = ms(d)
 
-	sentences := number(hits, l.opts.MaxSentences)
+	numbered := number(hits, l.opts.MaxSentences)
+	sentences := fitCandidates(l.q.Text, numbered, l.opts.CandidateTokens)
 	next.Candidates = int32(len(sentences))
+	next.CandidatesTrimmed = int32(len(numbered) - len(sentences))
 	l.tr.Counts.Candidates += len(sentences)
+	l.tr.Counts.CandidatesTrimmed += len(numbered) - len(sentences)
 	if len(sentences) == 0 {
 		return nil // nothing new to point at: no extractor call
 	}
@@ -406,12 +436,21 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	l.tr.Counts.DroppedRepeated += int(next.DroppedRepeated)
 	l.tr.Counts.DroppedOverLimit += int(next.DroppedOverLimit)
 
-	added := l.c.Append(chosen)
-	skipped := countTitles(chosen) - added
-	next.BlocksAdded, next.BlocksSkipped = int32(added), int32(skipped)
+	l.appendEvidence(chosen)
+	return nil
+}
+
+// appendEvidence appends a round's evidence to the context, within the
+// evidence budget, and records the blocks added, those already there and
+// the sentences left out.
+func (l *loop) appendEvidence(ev []data.Evidence) {
+	added, left := fitEvidence(&l.c, l.q.Text, ev, l.opts.EvidenceTokens)
+	skipped := countTitles(ev[:len(ev)-left]) - added
+	next := &l.next
+	next.BlocksAdded, next.BlocksSkipped, next.EvidenceTrimmed = int32(added), int32(skipped), int32(left)
 	l.tr.Counts.BlocksAdded += added
 	l.tr.Counts.BlocksSkipped += skipped
-	return nil
+	l.tr.Counts.EvidenceTrimmed += left
 }
 
 // recordExtraction records an extraction (or compression) call that took
@@ -421,7 +460,10 @@ func (l *loop) recordExtraction(res data.Call, d time.Duration) {
 	l.tr.Counts.ExtractorCalls++
 	l.tr.ExtractorUsage = l.tr.ExtractorUsage.Add(res.Usage)
 	next.ExtractMS = ms(d)
-	next.ExtractorOutput, next.ExtractorParseError = res.Raw, res.ParseError
+	next.ExtractorOutput, next.ExtractorParseError, next.ExtractorRepaired = res.Raw, res.ParseError, res.Repaired
+	if res.Repaired {
+		l.tr.Counts.ExtractorRepairs++
+	}
 	next.ExtractorModel, next.ExtractorTemplate = res.Model, res.TemplateHash
 	next.ExtractorPromptTokens, next.ExtractorCompletionTokens = res.Usage.PromptTokens, res.Usage.CompletionTokens
 	if res.ParseError != "" {
@@ -432,7 +474,6 @@ func (l *loop) recordExtraction(res data.Call, d time.Duration) {
 // compress has the Compressor write the round's evidence and appends it;
 // it is recorded in the extractor's fields (output, model, tokens, time).
 func (l *loop) compress(ctx context.Context, round int, gaps []data.GapItem, sentences []Numbered) error {
-	next := &l.next
 	start := time.Now()
 	res, err := l.roles.Compressor.Compress(ctx, l.q.Text, slices.Clone(gaps), sentences)
 	d := time.Since(start)
@@ -445,11 +486,7 @@ func (l *loop) compress(ctx context.Context, round int, gaps []data.GapItem, sen
 	if res.ParseError != "" {
 		ev = nil
 	}
-	added := l.c.Append(ev)
-	skipped := countTitles(ev) - added
-	next.BlocksAdded, next.BlocksSkipped = int32(added), int32(skipped)
-	l.tr.Counts.BlocksAdded += added
-	l.tr.Counts.BlocksSkipped += skipped
+	l.appendEvidence(ev)
 	return nil
 }
 

@@ -49,6 +49,10 @@ Reply with the line "Answer: ..." only.`
 
 	// readerNoEvidence stands for the empty context.
 	readerNoEvidence = "(no evidence)"
+
+	// readerRepair is the reader's second turn when its reply held no
+	// answer.
+	readerRepair = `Your reply has no line starting with "Answer:". Reply again with one line in the form "Answer: <the answer>" and nothing else.`
 )
 
 // ExtractorTemplateHash and ReaderTemplateHash are the hex SHA-256 hashes
@@ -56,7 +60,7 @@ Reply with the line "Answer: ..." only.`
 // placeholder texts included. Treat them as constants.
 var (
 	ExtractorTemplateHash = data.TemplateHash(extractorSystem, extractorUser, extractorNoGaps)
-	ReaderTemplateHash    = data.TemplateHash(readerSystem, readerUser, readerNoEvidence)
+	ReaderTemplateHash    = data.TemplateHash(readerSystem, readerUser, readerNoEvidence, readerRepair)
 )
 
 // ExtractorPrompt renders the extractor's prompt (METHOD step 5): the
@@ -128,11 +132,14 @@ type AnswerError struct {
 
 func (e *AnswerError) Error() string { return "no answer: " + e.Reason }
 
-// answerMarker is what introduces the answer, matched regardless of case.
-const answerMarker = "answer:"
+// answerWord is the word that introduces the answer, matched regardless of
+// case.
+const answerWord = "answer"
 
 // ParseAnswer reads the answer from a reader's output, the text after its
-// last "Answer:" (in any case, so "Final answer:" and "**ANSWER:**" count):
+// last marker: "Answer:" or "Answer is:" in any case, with spaces or tabs
+// allowed before the colon and around "is" (so "Final answer:", "The
+// answer is: X" and "**ANSWER:**" count):
 //
 //   - white space after the marker is skipped, so the answer may start on
 //     the next line; the answer is the rest of that one line;
@@ -145,11 +152,11 @@ const answerMarker = "answer:"
 // The answer is always a substring of output. An output without the marker,
 // or with nothing left after it, gives an *AnswerError.
 func ParseAnswer(output string) (string, error) {
-	i := lastMarker(output)
-	if i < 0 {
+	end := lastMarker(output)
+	if end < 0 {
 		return "", &AnswerError{Reason: `the output has no "Answer:"`}
 	}
-	rest := strings.TrimLeft(output[i+len(answerMarker):], " \t\r\n")
+	rest := strings.TrimLeft(output[end:], " \t\r\n")
 	line, _, _ := strings.Cut(rest, "\n")
 	a := cleanAnswer(line)
 	if a == "" {
@@ -158,15 +165,31 @@ func ParseAnswer(output string) (string, error) {
 	return a, nil
 }
 
-// lastMarker returns the index of the last answerMarker in s, matching
-// ASCII letters regardless of case, or -1.
+// lastMarker returns the index just past the colon of the last answer
+// marker of s (see ParseAnswer), or -1.
 func lastMarker(s string) int {
-	for i := len(s) - len(answerMarker); i >= 0; i-- {
-		if equalFoldASCII(s[i:i+len(answerMarker)], answerMarker) {
-			return i
+	for i := len(s) - len(answerWord); i >= 0; i-- {
+		if !equalFoldASCII(s[i:i+len(answerWord)], answerWord) {
+			continue
+		}
+		j := skipBlanks(s, i+len(answerWord))
+		if j+2 <= len(s) && equalFoldASCII(s[j:j+2], "is") {
+			j = skipBlanks(s, j+2)
+		}
+		if j < len(s) && s[j] == ':' {
+			return j + 1
 		}
 	}
 	return -1
+}
+
+// skipBlanks returns the index of the first byte of s at or after i that
+// is not a space or a tab.
+func skipBlanks(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+		i++
+	}
+	return i
 }
 
 // equalFoldASCII reports whether s equals lower (all lower case) with

@@ -78,7 +78,7 @@ With no flags it runs on the bundled sample with the built-in components, offlin
 ` + defaultBenchOut + `. --judge-from DIR takes the judge distill train handed back; it is refused
 when its prompt template differs from this build's, unless --allow-template-mismatch.
 distill bench compare A B prints the differences between two reports.`,
-		Flags:  append(append(flags, modelFlags()...), retrieverFlags()...),
+		Flags:  append(append(append(flags, contextWindowFlag()), modelFlags()...), retrieverFlags()...),
 		Action: benchAction,
 		Subcommands: []*cli.Command{{
 			Name: "compare", Usage: "print the differences between two benchmark reports", ArgsUsage: "A B (report.json files or benchmark directories)",
@@ -416,6 +416,13 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 			return s, err
 		}
 		s.Reader = rollout.NewLLMReader(ch, c.String("reader-model"))
+	}
+	modelRoles := false
+	for _, role := range []string{"judge", "base-judge", "extractor", "reader", "summarizer"} {
+		modelRoles = modelRoles || c.String(role) == "llm"
+	}
+	if err := applyContextWindow(c, &s.Loop, modelRoles || c.String("judge-from") != ""); err != nil {
+		return s, err
 	}
 	if c.String("summarizer") == "llm" {
 		ch, err := m.chatter(variant, "summarizer", c.String("reader-model"), c.String("reader-base-url"))

@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/rollout"
 )
 
 // defaultBaseURL is where a model goes without a --*-base-url, --base-url
@@ -21,7 +22,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "base-url", Usage: "server `URL`(s), with /v1, of every model role that gives none of its own (--<role>-base-url)", EnvVars: []string{"OPENAI_BASE_URL"}, DefaultText: "OpenAI's API"},
 		&cli.StringFlag{Name: "model", Usage: "model of every llm role that gives none of its own (--<role>-model)", EnvVars: []string{"DISTILL_MODEL", "DISTILL_CHAT_MODEL"}},
 		&cli.PathFlag{Name: "cache", Usage: "keep model responses in `DIR` and replay them on reruns", EnvVars: []string{"DISTILL_CACHE"}},
-		&cli.IntFlag{Name: "max-concurrent", Usage: "most requests in flight per model role (0: no limit)"},
+		&cli.IntFlag{Name: "max-concurrent", Usage: "most requests in flight per model role (0: no limit); set it to the server's parallel slots (1 for llama.cpp's Python server) so that requests wait here, not in the server's queue where the --request-timeout clock runs", EnvVars: []string{"DISTILL_MAX_CONCURRENT"}},
 		&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per model role (0: none)"},
 		&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per model role (0: none)"},
 		&cli.StringSliceFlag{Name: "price", Usage: "cost of a model, `MODEL=INPUT:OUTPUT` in USD per million tokens (repeatable; known OpenAI models are priced already)"},
@@ -64,6 +65,24 @@ func newModelClient(c *cli.Context, role, model, baseURL string, adjust ...func(
 		return clients[0], nil
 	}
 	return llm.NewPool(clients...)
+}
+
+// contextWindowFlag is the context window of the chat models, for the
+// commands that run the loop.
+func contextWindowFlag() cli.Flag {
+	return &cli.IntFlag{Name: "context-window", Usage: "context window of the chat models, in `TOKENS`: with a model-backed role, the evidence and the extractor's sentences are trimmed to fit, and each state records what was left out (0: no trimming)", EnvVars: []string{"DISTILL_CONTEXT_WINDOW"}}
+}
+
+// applyContextWindow sets the loop's token budgets from --context-window
+// when a role that reads the evidence or the sentences is model-backed.
+func applyContextWindow(c *cli.Context, o *rollout.Options, modelRoles bool) error {
+	if !modelRoles {
+		return nil
+	}
+	if err := (rollout.Budgets{Window: c.Int("context-window")}).Apply(o); err != nil {
+		return usageErrorf("%s: --context-window: %w", c.Command.Name, err)
+	}
+	return nil
 }
 
 // orSharedBaseURL returns a role's base URL, else the one every role shares:

@@ -85,6 +85,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
 			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
+			contextWindowFlag(),
 		}, append(modelFlags(), retrieverFlags()...)...),
 		Action: rolloutAction,
 	})
@@ -197,20 +198,25 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 	if c.Duration("checkpoint-interval") <= 0 {
 		return runner.Options{}, usageErrorf("rollout: --checkpoint-interval must be positive")
 	}
+	loop := rollout.Options{
+		MaxRetrievals: c.Int("max-rounds"),
+		TopK:          c.Int("top-k"),
+		MaxEvidence:   c.Int("max-evidence"),
+		FirstGapOnly:  c.Bool("first-gap-only"),
+		Dedup:         dedup,
+		Policy:        policy,
+	}
+	modelRoles := c.String("judge") == "llm" || c.String("extractor") == "llm" || c.String("reader") == "llm"
+	if err := applyContextWindow(c, &loop, modelRoles); err != nil {
+		return runner.Options{}, err
+	}
 	return runner.Options{
-		Out:     c.Path("out"),
-		Resume:  c.Bool("resume"),
-		Workers: c.Int("workers"),
-		Limit:   c.Int("limit"),
-		Shard:   shard,
-		Loop: rollout.Options{
-			MaxRetrievals: c.Int("max-rounds"),
-			TopK:          c.Int("top-k"),
-			MaxEvidence:   c.Int("max-evidence"),
-			FirstGapOnly:  c.Bool("first-gap-only"),
-			Dedup:         dedup,
-			Policy:        policy,
-		},
+		Out:                 c.Path("out"),
+		Resume:              c.Bool("resume"),
+		Workers:             c.Int("workers"),
+		Limit:               c.Int("limit"),
+		Shard:               shard,
+		Loop:                loop,
 		CheckpointQuestions: c.Int("checkpoint-questions"),
 		CheckpointInterval:  c.Duration("checkpoint-interval"),
 		Logger:              loggerFrom(c),
@@ -362,6 +368,8 @@ func printRolloutReport(c *cli.Context, sum runner.Summary, out string) error {
 		{"written", fmt.Sprintf("%d questions (%d done, %d failed), %d rows in %d parts", o.Questions, o.Done, o.Failed, o.Rows, o.Parts)},
 		{"retrievals per question", rounds(o.Rounds)},
 		{"parse failures", fmt.Sprintf("judge %d, extractor %d, reader %d", o.JudgeParseFailures, o.ExtractorParseFailures, o.ReaderParseFailures)},
+		{"repaired (asked again)", fmt.Sprintf("judge %d, extractor %d, reader %d", o.JudgeRepairs, o.ExtractorRepairs, o.ReaderRepairs)},
+		{"trimmed to the window", fmt.Sprintf("%d sentences not shown to the extractor, %d not appended", o.CandidatesTrimmed, o.EvidenceTrimmed)},
 	}
 	if cnt.DuplicateIDs > 0 {
 		rows = append(rows, [2]any{"repeated ids skipped", cnt.DuplicateIDs})

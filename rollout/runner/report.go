@@ -150,6 +150,15 @@ type OutputCounts struct {
 	ExtractorParseFailures int64 `json:"extractor_parse_failures"`
 	ReaderParseFailures    int64 `json:"reader_parse_failures"`
 	Overrides              int64 `json:"overrides"`
+	// Calls of each role whose first answer was unusable and that were
+	// asked once more (those that then failed are parse failures too).
+	JudgeRepairs     int64 `json:"judge_repairs"`
+	ExtractorRepairs int64 `json:"extractor_repairs"`
+	ReaderRepairs    int64 `json:"reader_repairs"`
+	// Sentences left out to fit the models' context window: not shown to
+	// the extractor, and chosen but not appended to the evidence.
+	CandidatesTrimmed int64 `json:"candidates_trimmed"`
+	EvidenceTrimmed   int64 `json:"evidence_trimmed"`
 	// Tokens recorded in the rows, by role.
 	Tokens TokenCounts `json:"tokens"`
 	// Failures lists the first failed questions with their reasons.

@@ -72,6 +72,11 @@ func (t *tally) add(st *data.State) {
 	if st.Override {
 		t.c.Overrides++
 	}
+	t.c.JudgeRepairs += b2i(st.JudgeRepaired)
+	t.c.ExtractorRepairs += b2i(st.ExtractorRepaired)
+	t.c.ReaderRepairs += b2i(st.ReaderRepaired)
+	t.c.CandidatesTrimmed += int64(st.CandidatesTrimmed)
+	t.c.EvidenceTrimmed += int64(st.EvidenceTrimmed)
 	tk := &t.c.Tokens
 	tk.JudgePrompt += st.JudgePromptTokens
 	tk.JudgeCompletion += st.JudgeCompletionTokens
@@ -103,4 +108,11 @@ func seenOf(m map[modelTemplate]int64) []Seen {
 		return cmp.Or(cmp.Compare(b.Rows, a.Rows), cmp.Compare(a.Model, b.Model), cmp.Compare(a.Template, b.Template))
 	})
 	return out
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }
