@@ -423,6 +423,34 @@ func TestLoadExisting(t *testing.T) {
 	}
 }
 
+// TestLoadResumes interrupts a load, then runs it again: the index ends
+// with every passage once, and Open refuses it until then.
+func TestLoadResumes(t *testing.T) {
+	corpus := retrievetest.Corpus()
+	s := newCluster(t, elastictest.Options{})
+	cfg := testConfig(s, "wiki")
+	ctx := context.Background()
+	broken := errors.New("disk on fire")
+	_, err := elastic.Load(ctx, cfg, &failingSource{ps: corpus[:25], err: broken}, elastic.LoadOptions{BatchSize: 10})
+	if !errors.Is(err, broken) {
+		t.Fatalf("interrupted load: got %v, want %v", err, broken)
+	}
+	if _, err := elastic.Open(ctx, cfg, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("Open of an interrupted load: got %v, want a refusal", err)
+	}
+	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10, K1: 1.2}); !errors.Is(err, elastic.ErrExists) {
+		t.Errorf("resume with other settings: got %v, want ErrExists", err)
+	}
+	st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 10})
+	if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
+		t.Errorf("resumed load: loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
+	}
+	open(t, cfg, elastic.OpenOptions{})
+	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10}); !errors.Is(err, elastic.ErrExists) {
+		t.Errorf("load over a complete index: got %v, want ErrExists", err)
+	}
+}
+
 // markerEmbedder embeds a text as a one-hot vector on the number of its
 // marker word "zqNxv", plus a little of the last dimension (never zero,
 // never unit length, so that the loader must scale it).
@@ -517,6 +545,46 @@ func TestKNN(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExactKNN checks that the exact search sends a script_score query
+// that ranks as the (exact) kNN search of the loopback server does.
+func TestExactKNN(t *testing.T) {
+	corpus := retrievetest.Corpus()
+	for _, flavor := range []string{elastictest.Elasticsearch, elastictest.OpenSearch} {
+		t.Run(flavor, func(t *testing.T) {
+			s := newCluster(t, elastictest.Options{Flavor: flavor})
+			cfg := testConfig(s, "dense")
+			emb := &markerEmbedder{dims: 48}
+			load(t, cfg, corpus, elastic.LoadOptions{Vectors: &elastic.Vectors{Embed: elastic.EmbedPassages(emb, "")}})
+			graph := open(t, cfg, elastic.OpenOptions{Embedder: emb})
+			exact := open(t, cfg, elastic.OpenOptions{Embedder: emb, Exact: true})
+			q := retrieve.Query{Text: "zq7xv zq9xv", K: 5, Exclude: []string{corpus[9].ID}}
+			want, err := graph.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := exact.Search(context.Background(), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(hitIDs(want), hitIDs(got)); diff != "" {
+				t.Errorf("exact hits (-kNN +exact):\n%s", diff)
+			}
+			body, _ := lastSearch(t, s)
+			if _, ok := body["query"].(map[string]any)["script_score"]; !ok {
+				t.Errorf("exact search sent %v, want a script_score query", body)
+			}
+		})
+	}
+}
+
+func hitIDs(hits []retrieve.Hit) []string {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	return ids
 }
 
 func TestFlavourMapping(t *testing.T) {
