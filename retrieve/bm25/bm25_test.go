@@ -64,7 +64,17 @@ func TestAnalyzer(t *testing.T) {
 		{"The cat and the hat", []string{"cat", "hat"}},
 		{"Running runs quickly", []string{"run", "run", "quick"}},
 		{"John's book", []string{"john", "book"}},
-		{"O’Neil’s car", []string{"o'neil", "car"}},
+		// Curly apostrophes stay as they are, as in Lucene.
+		{"O’Neil’s car", []string{"o’neil", "car"}},
+		{"Qal‘eh", []string{"qal‘eh"}},
+		// Word-break rules of Unicode that StandardTokenizer follows.
+		{"a:b 1:2 x.1 5'9 5’9 x;b 1;2", []string{"a:b", "1", "2", "x", "1", "5'9", "5’9", "x", "b", "1;2"}},
+		{"__init__ _ x_", []string{"__init__", "x_"}},
+		{"x² Ⅻ", []string{"x", "ⅻ"}},
+		// Format and combining characters stay inside a token, never start one.
+		{"ab\u200ecd ab\u200dcd \u0650hussein", []string{"ab\u200ecd", "ab\u200dcd", "hussein"}},
+		// Emoji and other pictographs are tokens, a ZWJ sequence one token.
+		{"♭ ©x 👩\u200d🚀!", []string{"♭", "©", "x", "👩\u200d🚀"}},
 		{"don't stop", []string{"don't", "stop"}},
 		{"pi is 3.14, not 3,14 or 1,000", []string{"pi", "3.14", "3,14", "1,000"}},
 		{"end.Start", []string{"end.start"}},
