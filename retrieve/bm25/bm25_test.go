@@ -652,3 +652,38 @@ func TestBuildSourceError(t *testing.T) {
 		})
 	}
 }
+
+func TestLuceneLength(t *testing.T) {
+	// Lucene stores 24 + the 4 leading bits of the rest: 41 = 24 + 0b10001
+	// is read back as 24 + 0b10000 = 40; 100 = 24 + 0b1001100 as 24 + 72.
+	for _, tt := range []struct{ in, want uint32 }{
+		{0, 0}, {23, 23}, {24, 24}, {39, 39}, {40, 40}, {41, 40}, {43, 42}, {100, 96}, {1000, 984},
+	} {
+		if got := luceneLength(tt.in); got != tt.want {
+			t.Errorf("luceneLength(%d) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestLuceneNorms checks that LuceneNorms scores with the rounded length
+// and the exact average length.
+func TestLuceneNorms(t *testing.T) {
+	long := strings.Repeat("filler ", 40) + "needle"                  // 41 terms, read as 40
+	ps := []data.Passage{{ID: "long", Text: long}, {ID: "short", Text: "needle"}} // avgdl 21
+	x := buildAndOpen(t, ps, BuildOptions{LuceneNorms: true})
+	if got := x.Meta().Norms; got != "lucene" {
+		t.Errorf("meta norms %q, want lucene", got)
+	}
+	hits, err := x.Search(context.Background(), retrieve.Query{Text: "needle", K: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idf := math.Log(1 + (2-2+0.5)/(2+0.5))
+	score := func(dl float64) float64 { return idf * 1.9 / (1 + 0.9*(0.6+0.4*dl/21)) }
+	want := []float64{score(1), score(40)}
+	for i, h := range hits {
+		if math.Abs(h.Score-want[i]) > 1e-5 {
+			t.Errorf("hit %d (%s): score %v, want %v", i, h.ID, h.Score, want[i])
+		}
+	}
+}

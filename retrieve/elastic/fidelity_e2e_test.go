@@ -42,8 +42,6 @@ type fidelity struct {
 	overlap         float64 // mean |A ∩ B| / max(|A|, |B|) of the top 10
 	sameRank        float64 // share of ranks 1..10 holding the same document
 	sameTop1        float64 // share of queries with the same first hit
-	distillQPS      float64
-	nodeQPS         float64
 	differingQuerys []int
 }
 
@@ -103,24 +101,23 @@ func compare(a, b [][]string) fidelity {
 //
 //	make e2e-opensearch E2E_RUN=TestFidelity
 //
-// It fails when the mean overlap@10 falls below 0.95, the goal set for
-// the in-process index.
+// It does so for distill's default (exact document lengths) and with
+// LuceneNorms, and fails when a mean overlap@10 falls below 0.95, the
+// goal set for the in-process index.
 func TestFidelity(t *testing.T) {
 	n := opensearchtest.Shared(t)
 	sets := opensearchtest.Datasets(t)
 	steps := map[string]int{"hotpotqa": 2, "2wikimultihopqa": 12}
-	var all fidelity
+	variants := []struct {
+		name string
+		opts bm25.BuildOptions
+	}{
+		{"exact lengths (default)", bm25.BuildOptions{}},
+		{"Lucene's lengths", bm25.BuildOptions{LuceneNorms: true}},
+	}
+	all := make([]fidelity, len(variants))
 	var lines []string
 	for _, ds := range sets {
-		dir := filepath.Join(t.TempDir(), "bm25")
-		if _, err := bm25.Build(context.Background(), dir, &sliceSource{ps: ds.Corpus}, bm25.BuildOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		local, err := bm25.Open(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer local.Close()
 		cfg := nodeConfig(n, "fidelity")
 		// One worker loads in corpus order, so that ties fall as in bm25.
 		if _, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: ds.Corpus}, elastic.LoadOptions{Workers: 1, BatchSize: 500}); err != nil {
@@ -132,33 +129,46 @@ func TestFidelity(t *testing.T) {
 		for _, p := range ds.Corpus {
 			byID[p.ID] = p.Title
 		}
-		// A first pass warms both up (the node compiles its code paths).
+		// A first pass warms the node up (it compiles its code paths).
 		runAll(t, remote, queries[:min(100, len(queries))])
-		want, localQPS := runAll(t, local, queries)
 		got, nodeQPS := runAll(t, remote, queries)
-		f := compare(want, got)
-		f.distillQPS, f.nodeQPS = localQPS, nodeQPS
-		lines = append(lines, fmt.Sprintf("%-16s %5d passages %5d queries  overlap@10 %.4f  same rank %.4f  same top-1 %.4f  queries/s distill %.0f, OpenSearch %.0f",
-			ds.Name, len(ds.Corpus), f.queries, f.overlap, f.sameRank, f.sameTop1, f.distillQPS, f.nodeQPS))
-		for _, i := range f.differingQuerys[:min(5, len(f.differingQuerys))] {
-			t.Logf("%s: differs on %q\n  distill:    %v\n  OpenSearch: %v", ds.Name, queries[i], titles(byID, want[i]), titles(byID, got[i]))
+		for vi, v := range variants {
+			dir := filepath.Join(t.TempDir(), "bm25")
+			if _, err := bm25.Build(context.Background(), dir, &sliceSource{ps: ds.Corpus}, v.opts); err != nil {
+				t.Fatal(err)
+			}
+			local, err := bm25.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, localQPS := runAll(t, local, queries)
+			local.Close()
+			f := compare(want, got)
+			lines = append(lines, fmt.Sprintf("%-16s %-24s %5d passages %5d queries  overlap@10 %.4f  same rank %.4f  same top-1 %.4f  queries/s distill %.0f, OpenSearch %.0f",
+				ds.Name, v.name, len(ds.Corpus), f.queries, f.overlap, f.sameRank, f.sameTop1, localQPS, nodeQPS))
+			for _, i := range f.differingQuerys[:min(3, len(f.differingQuerys))] {
+				t.Logf("%s, %s: differs on %q\n  distill:    %v\n  OpenSearch: %v", ds.Name, v.name, queries[i], titles(byID, want[i]), titles(byID, got[i]))
+			}
+			w := float64(f.queries)
+			all[vi].queries += f.queries
+			all[vi].overlap += f.overlap * w
+			all[vi].sameRank += f.sameRank * w
+			all[vi].sameTop1 += f.sameTop1 * w
 		}
-		w := float64(f.queries)
-		all.queries += f.queries
-		all.overlap += f.overlap * w
-		all.sameRank += f.sameRank * w
-		all.sameTop1 += f.sameTop1 * w
 	}
-	q := float64(all.queries)
-	lines = append(lines, fmt.Sprintf("%-16s %5s          %5d queries  overlap@10 %.4f  same rank %.4f  same top-1 %.4f",
-		"all", "", all.queries, all.overlap/q, all.sameRank/q, all.sameTop1/q))
-	t.Log("distill BM25 against OpenSearch 2.19.6 (Lucene 9.12), top 10, k1 0.9, b 0.4:\n" + strings.Join(lines, "\n"))
-	if all.queries < 1000 {
-		t.Errorf("%d queries, want at least 1000", all.queries)
+	for vi, v := range variants {
+		a := all[vi]
+		q := float64(a.queries)
+		lines = append(lines, fmt.Sprintf("%-16s %-24s %14s %5d queries  overlap@10 %.4f  same rank %.4f  same top-1 %.4f",
+			"all", v.name, "", a.queries, a.overlap/q, a.sameRank/q, a.sameTop1/q))
+		if a.queries < 1000 {
+			t.Errorf("%d queries, want at least 1000", a.queries)
+		}
+		if got := a.overlap / q; got < 0.95 {
+			t.Errorf("%s: mean overlap@10 %.4f, want at least 0.95", v.name, got)
+		}
 	}
-	if got := all.overlap / q; got < 0.95 {
-		t.Errorf("mean overlap@10 %.4f, want at least 0.95", got)
-	}
+	t.Log("distill BM25 against OpenSearch 2.19.6 (Lucene 9.12.3), top 10, k1 0.9, b 0.4, one query at a time:\n" + strings.Join(lines, "\n"))
 }
 
 func titles(byID map[string]string, ids []string) []string {
