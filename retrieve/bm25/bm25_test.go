@@ -668,7 +668,7 @@ func TestLuceneLength(t *testing.T) {
 // TestLuceneNorms checks that LuceneNorms scores with the rounded length
 // and the exact average length.
 func TestLuceneNorms(t *testing.T) {
-	long := strings.Repeat("filler ", 40) + "needle"                  // 41 terms, read as 40
+	long := strings.Repeat("filler ", 40) + "needle"                              // 41 terms, read as 40
 	ps := []data.Passage{{ID: "long", Text: long}, {ID: "short", Text: "needle"}} // avgdl 21
 	x := buildAndOpen(t, ps, BuildOptions{LuceneNorms: true})
 	if got := x.Meta().Norms; got != "lucene" {
