@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models bench lint install clean
+.PHONY: all build test fakes models bench lint install clean e2e-opensearch
 
 all: build
 
@@ -49,3 +49,14 @@ install:
 
 clean:
 	rm -rf bin
+
+# e2e-opensearch runs distill against a real OpenSearch 2.19 node on
+# loopback (scripts/opensearch): it builds the node from Maven Central once
+# (cached under .cache; needs Java 17 and Maven), then runs the tests behind
+# the e2e build tag that use it. E2E_RUN narrows the first package's tests,
+# e.g. make e2e-opensearch E2E_RUN=TestFidelity.
+E2E_RUN ?= .
+e2e-opensearch:
+	scripts/opensearch build
+	$(GO) test -tags e2e -count=1 -timeout 30m -v -run '$(E2E_RUN)' ./retrieve/elastic/
+	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'TestOpenSearch' ./cmd/distill/
