@@ -86,17 +86,24 @@ func TestConformance(t *testing.T) {
 		{"sort-by-id", elastictest.Elasticsearch, elastic.OpenOptions{SortByID: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
-				s := newCluster(t, elastictest.Options{Flavor: tt.flavor})
-				cfg := testConfig(s, "conformance")
-				st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 7, Workers: 3})
-				if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
-					t.Fatalf("loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
-				}
-				return open(t, cfg, tt.open)
-			})
+			conformance(t, func(t *testing.T) elastic.Config {
+				return testConfig(newCluster(t, elastictest.Options{Flavor: tt.flavor}), "conformance")
+			}, tt.open)
 		})
 	}
+}
+
+// conformance runs the retrievers' conformance suite over an index that
+// Load makes where newConfig says (a loopback server, a real node).
+func conformance(t *testing.T, newConfig func(*testing.T) elastic.Config, opts elastic.OpenOptions) {
+	retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
+		cfg := newConfig(t)
+		st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 7, Workers: 3})
+		if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
+			t.Fatalf("loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
+		}
+		return open(t, cfg, opts)
+	})
 }
 
 // TestScoresMatchInProcessBM25 checks that the index scores title + " " +
@@ -543,36 +550,23 @@ func TestKNN(t *testing.T) {
 			if diff := cmp.Diff(filter, knn["filter"]); diff != "" {
 				t.Errorf("knn filter (-want +got):\n%s", diff)
 			}
-		})
-	}
-}
 
-// TestExactKNN checks that the exact search sends a script_score query
-// that ranks as the (exact) kNN search of the loopback server does.
-func TestExactKNN(t *testing.T) {
-	corpus := retrievetest.Corpus()
-	for _, flavor := range []string{elastictest.Elasticsearch, elastictest.OpenSearch} {
-		t.Run(flavor, func(t *testing.T) {
-			s := newCluster(t, elastictest.Options{Flavor: flavor})
-			cfg := testConfig(s, "dense")
-			emb := &markerEmbedder{dims: 48}
-			load(t, cfg, corpus, elastic.LoadOptions{Vectors: &elastic.Vectors{Embed: elastic.EmbedPassages(emb, "")}})
-			graph := open(t, cfg, elastic.OpenOptions{Embedder: emb})
-			exact := open(t, cfg, elastic.OpenOptions{Embedder: emb, Exact: true})
+			// The exact search (script_score) ranks as the server's kNN,
+			// which is exact too.
+			exact := open(t, cfg, elastic.OpenOptions{Embedder: emb, QueryPrefix: "query: ", Exact: true})
 			q := retrieve.Query{Text: "zq7xv zq9xv", K: 5, Exclude: []string{corpus[9].ID}}
-			want, err := graph.Search(context.Background(), q)
+			want, err := r.Search(ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := exact.Search(context.Background(), q)
+			got, err := exact.Search(ctx, q)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(hitIDs(want), hitIDs(got)); diff != "" {
 				t.Errorf("exact hits (-kNN +exact):\n%s", diff)
 			}
-			body, _ := lastSearch(t, s)
-			if _, ok := body["query"].(map[string]any)["script_score"]; !ok {
+			if body, _ := lastSearch(t, s); body["query"].(map[string]any)["script_score"] == nil {
 				t.Errorf("exact search sent %v, want a script_score query", body)
 			}
 		})

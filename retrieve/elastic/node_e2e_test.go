@@ -121,14 +121,7 @@ func TestNodeConformance(t *testing.T) {
 		{"sort-by-id", elastic.OpenOptions{SortByID: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
-				cfg := nodeConfig(n, "conformance")
-				st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 7, Workers: 3})
-				if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
-					t.Fatalf("loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
-				}
-				return open(t, cfg, tt.open)
-			})
+			conformance(t, func(*testing.T) elastic.Config { return nodeConfig(n, "conformance") }, tt.open)
 		})
 	}
 }
