@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models e2e e2e-models bench lint install clean
+.PHONY: all build test fakes models e2e e2e-models e2e-opensearch bench lint install clean
 
 all: build
 
@@ -37,11 +37,22 @@ models:
 # after make test). e2e-models runs the chain against SmolLM2 and E5 served
 # on loopback (see scripts/local-models) and writes the figures it measured
 # to bin/e2e-models.md; DISTILL_E2E_QUESTIONS=4 makes a quicker trial.
-e2e: e2e-models
+e2e: e2e-models e2e-opensearch
 
 e2e-models: models
 	@mkdir -p bin
 	DISTILL_E2E_REPORT=$(CURDIR)/bin/e2e-models.md $(GO) test -tags e2e -run 'TestRealModels' -v -count=1 -timeout 90m ./cmd/distill
+
+# e2e-opensearch runs distill against a real OpenSearch 2.19 node on
+# loopback (scripts/opensearch): it builds the node from Maven Central once
+# (cached under .cache; needs Java 17 and Maven), then runs the tests behind
+# the e2e build tag that use it. E2E_RUN narrows the first package's tests,
+# e.g. make e2e-opensearch E2E_RUN=TestFidelity.
+E2E_RUN ?= .
+e2e-opensearch:
+	scripts/opensearch build
+	$(GO) test -tags e2e -count=1 -timeout 30m -v -run '$(E2E_RUN)' ./retrieve/elastic/
+	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'TestOpenSearch' ./cmd/distill/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -34,7 +34,8 @@ adds an approximate index (search it with --nprobe).
 
 --kind elasticsearch bulk-loads the corpus into --es-index of the cluster at --es-url
 (Elasticsearch 8 or OpenSearch 2, --es-flavor), BM25 with k1 and b set in the index, and
-dense vectors too when --embed-model is given; retrieve from it with
+dense vectors too when --embed-model is given (--es-knn-engine); a load that was
+interrupted goes on when the same command runs again. Retrieve from it with
 --index es://HOST:PORT/NAME. Credentials come from DISTILL_ES_API_KEY or
 DISTILL_ES_USERNAME and DISTILL_ES_PASSWORD.
 
@@ -62,7 +63,8 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.IntFlag{Name: "nlist", Usage: "--ivf: partitions (0: 4 x sqrt(passages))"},
 			&cli.StringFlag{Name: "es-url", Usage: "--kind elasticsearch: the cluster's `URL`(s), comma-separated", EnvVars: []string{"DISTILL_ES_URL"}},
 			&cli.StringFlag{Name: "es-index", Usage: "--kind elasticsearch: the index `NAME`"},
-			&cli.StringFlag{Name: "es-flavor", Value: string(elastic.Elasticsearch), Usage: "--kind elasticsearch: elasticsearch or opensearch"},
+			&cli.StringFlag{Name: "es-flavor", Usage: "--kind elasticsearch: elasticsearch or opensearch (default: what the cluster says it is)"},
+			&cli.StringFlag{Name: "es-knn-engine", Value: elastic.EngineFaiss, Usage: "--kind elasticsearch with vectors on OpenSearch: the k-NN engine, faiss or lucene (lucene needs no native libraries)"},
 			&cli.BoolFlag{Name: "recreate", Usage: "--kind elasticsearch: delete and load again an index that exists"},
 			&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one embedding request (retried)"},
 		},
@@ -222,7 +224,7 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 			cfg.URLs = append(cfg.URLs, u)
 		}
 	}
-	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b")}
+	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b"), Engine: c.String("es-knn-engine")}
 	if m := c.String("embed-model"); m != "" {
 		px, inputType := embedPrefixes(c)
 		emb, err := embedder(c, m, c.String("embed-base-url"), inputType)

@@ -64,7 +64,17 @@ func TestAnalyzer(t *testing.T) {
 		{"The cat and the hat", []string{"cat", "hat"}},
 		{"Running runs quickly", []string{"run", "run", "quick"}},
 		{"John's book", []string{"john", "book"}},
-		{"O’Neil’s car", []string{"o'neil", "car"}},
+		// Curly apostrophes stay as they are, as in Lucene.
+		{"O’Neil’s car", []string{"o’neil", "car"}},
+		{"Qal‘eh", []string{"qal‘eh"}},
+		// Word-break rules of Unicode that StandardTokenizer follows.
+		{"a:b 1:2 x.1 5'9 5’9 x;b 1;2", []string{"a:b", "1", "2", "x", "1", "5'9", "5’9", "x", "b", "1;2"}},
+		{"__init__ _ x_", []string{"__init__", "x_"}},
+		{"x² Ⅻ", []string{"x", "ⅻ"}},
+		// Format and combining characters stay inside a token, never start one.
+		{"ab\u200ecd ab\u200dcd \u0650hussein", []string{"ab\u200ecd", "ab\u200dcd", "hussein"}},
+		// Emoji and other pictographs are tokens, a ZWJ sequence one token.
+		{"♭ ©x 👩\u200d🚀!", []string{"♭", "©", "x", "👩\u200d🚀"}},
 		{"don't stop", []string{"don't", "stop"}},
 		{"pi is 3.14, not 3,14 or 1,000", []string{"pi", "3.14", "3,14", "1,000"}},
 		{"end.Start", []string{"end.start"}},
@@ -640,5 +650,40 @@ func TestBuildSourceError(t *testing.T) {
 				t.Errorf("a failed build left %s behind", dir)
 			}
 		})
+	}
+}
+
+func TestLuceneLength(t *testing.T) {
+	// Lucene stores 24 + the 4 leading bits of the rest: 41 = 24 + 0b10001
+	// is read back as 24 + 0b10000 = 40; 100 = 24 + 0b1001100 as 24 + 72.
+	for _, tt := range []struct{ in, want uint32 }{
+		{0, 0}, {23, 23}, {24, 24}, {39, 39}, {40, 40}, {41, 40}, {43, 42}, {100, 96}, {1000, 984},
+	} {
+		if got := luceneLength(tt.in); got != tt.want {
+			t.Errorf("luceneLength(%d) = %d, want %d", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestLuceneNorms checks that LuceneNorms scores with the rounded length
+// and the exact average length.
+func TestLuceneNorms(t *testing.T) {
+	long := strings.Repeat("filler ", 40) + "needle"                              // 41 terms, read as 40
+	ps := []data.Passage{{ID: "long", Text: long}, {ID: "short", Text: "needle"}} // avgdl 21
+	x := buildAndOpen(t, ps, BuildOptions{LuceneNorms: true})
+	if got := x.Meta().Norms; got != "lucene" {
+		t.Errorf("meta norms %q, want lucene", got)
+	}
+	hits, err := x.Search(context.Background(), retrieve.Query{Text: "needle", K: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idf := math.Log(1 + (2-2+0.5)/(2+0.5))
+	score := func(dl float64) float64 { return idf * 1.9 / (1 + 0.9*(0.6+0.4*dl/21)) }
+	want := []float64{score(1), score(40)}
+	for i, h := range hits {
+		if math.Abs(h.Score-want[i]) > 1e-5 {
+			t.Errorf("hit %d (%s): score %v, want %v", i, h.ID, h.Score, want[i])
+		}
 	}
 }

@@ -20,8 +20,13 @@
 //     title + " " + text as one field, as the in-process index and the
 //     method's reference runs do; with LoadOptions.Vectors, a vector field
 //     ("dense_vector" with dot_product similarity on Elasticsearch,
-//     "knn_vector" with the faiss HNSW engine and inner product on
-//     OpenSearch), holding unit-length vectors.
+//     "knn_vector" with inner product on OpenSearch, in the k-NN plugin's
+//     faiss HNSW or, with LoadOptions.Engine, Lucene's), holding
+//     unit-length vectors;
+//   - in the mapping's _meta, whether the load is running or complete, so
+//     that Load run again after an interruption goes on in the same index
+//     (documents are indexed by id: each passage ends there once) and Open
+//     refuses an index whose load did not finish.
 //
 // It sends the passages with the _bulk API in batches (1000 per request,
 // 2 requests in flight by default) and reads the answer item by item:
@@ -35,7 +40,8 @@
 // query text on "all" and must_not hold any id of Query.Exclude, so
 // that exclusion happens in the cluster and K hits come back whenever
 // K others match. With OpenOptions.Embedder it runs a kNN search
-// instead, with the excluded ids filtered out during the graph search.
+// instead, with the excluded ids filtered out during the graph search, or,
+// with OpenOptions.Exact, a script_score query that scores every vector.
 // An index of several shards is searched with dfs_query_then_fetch so
 // that scores use global term statistics.
 //
@@ -62,22 +68,23 @@
 //
 // # Running it against a real cluster
 //
-// For a local trial, start a single node with security off, either
-// Elasticsearch 8 (`docker run -d --name es -p 9200:9200 -e
-// discovery.type=single-node -e xpack.security.enabled=false -e
-// ES_JAVA_OPTS="-Xms2g -Xmx2g"
-// docker.elastic.co/elasticsearch/elasticsearch:8.19.7`) or OpenSearch 2
-// (`docker run -d --name os -p 9200:9200 -e discovery.type=single-node -e
-// DISABLE_SECURITY_PLUGIN=true -e DISABLE_INSTALL_DEMO_CONFIG=true -e
-// OPENSEARCH_JAVA_OPTS="-Xms2g -Xmx2g" opensearchproject/opensearch:2.19.0`),
-// and wait until `curl localhost:9200` answers. Load a corpus with `distill
-// index --kind elasticsearch --corpus corpus.jsonl --es-url
-// http://localhost:9200 --es-index wiki` (add --recreate to replace an
-// existing index; BM25 k1 = 0.9 and b = 0.4 are set in the index, and
-// dense vectors are added when an embedding model is given), then retrieve
-// from it anywhere an index path is accepted with `--index
-// es://localhost:9200/wiki`. Against a secured cluster use ess:// and set
-// DISTILL_ES_API_KEY, or DISTILL_ES_USERNAME and DISTILL_ES_PASSWORD. Ties
-// between equal BM25 scores come in the index's loading order; kNN search
-// needs Elasticsearch 8.4 or later, or OpenSearch 2.9 or later.
+// scripts/opensearch start DIR runs a real single-node OpenSearch 2.19.6
+// on a free loopback port, built from its Maven Central artifacts by the
+// launcher in retrieve/elastic/node, and writes DIR/env with
+// DISTILL_ES_URL; package opensearchtest starts one for tests (make
+// e2e-opensearch). For Elasticsearch 8, start a single node with security
+// off (`docker run -d --name es -p 9200:9200 -e discovery.type=single-node
+// -e xpack.security.enabled=false -e ES_JAVA_OPTS="-Xms2g -Xmx2g"
+// docker.elastic.co/elasticsearch/elasticsearch:8.19.7`) and wait until
+// `curl localhost:9200` answers. Load a corpus with `distill index --kind
+// elasticsearch --corpus corpus.jsonl --es-url http://localhost:9200
+// --es-index wiki` (add --recreate to replace an existing index; BM25 k1 =
+// 0.9 and b = 0.4 are set in the index, and dense vectors are added when
+// an embedding model is given), then retrieve from it anywhere an index
+// path is accepted with `--index es://localhost:9200/wiki`. Against a
+// secured cluster use ess:// and set DISTILL_ES_API_KEY, or
+// DISTILL_ES_USERNAME and DISTILL_ES_PASSWORD. Ties between equal BM25
+// scores come in the index's loading order; kNN search needs
+// Elasticsearch 8.4 or later, or OpenSearch 2.9 or later (2.13 for the
+// lucene engine with inner product).
 package elastic

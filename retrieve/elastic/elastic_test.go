@@ -86,17 +86,24 @@ func TestConformance(t *testing.T) {
 		{"sort-by-id", elastictest.Elasticsearch, elastic.OpenOptions{SortByID: true}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
-				s := newCluster(t, elastictest.Options{Flavor: tt.flavor})
-				cfg := testConfig(s, "conformance")
-				st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 7, Workers: 3})
-				if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
-					t.Fatalf("loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
-				}
-				return open(t, cfg, tt.open)
-			})
+			conformance(t, func(t *testing.T) elastic.Config {
+				return testConfig(newCluster(t, elastictest.Options{Flavor: tt.flavor}), "conformance")
+			}, tt.open)
 		})
 	}
+}
+
+// conformance runs the retrievers' conformance suite over an index that
+// Load makes where newConfig says (a loopback server, a real node).
+func conformance(t *testing.T, newConfig func(*testing.T) elastic.Config, opts elastic.OpenOptions) {
+	retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
+		cfg := newConfig(t)
+		st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 7, Workers: 3})
+		if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
+			t.Fatalf("loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
+		}
+		return open(t, cfg, opts)
+	})
 }
 
 // TestScoresMatchInProcessBM25 checks that the index scores title + " " +
@@ -423,6 +430,34 @@ func TestLoadExisting(t *testing.T) {
 	}
 }
 
+// TestLoadResumes interrupts a load, then runs it again: the index ends
+// with every passage once, and Open refuses it until then.
+func TestLoadResumes(t *testing.T) {
+	corpus := retrievetest.Corpus()
+	s := newCluster(t, elastictest.Options{})
+	cfg := testConfig(s, "wiki")
+	ctx := context.Background()
+	broken := errors.New("disk on fire")
+	_, err := elastic.Load(ctx, cfg, &failingSource{ps: corpus[:25], err: broken}, elastic.LoadOptions{BatchSize: 10})
+	if !errors.Is(err, broken) {
+		t.Fatalf("interrupted load: got %v, want %v", err, broken)
+	}
+	if _, err := elastic.Open(ctx, cfg, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("Open of an interrupted load: got %v, want a refusal", err)
+	}
+	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10, K1: 1.2}); !errors.Is(err, elastic.ErrExists) {
+		t.Errorf("resume with other settings: got %v, want ErrExists", err)
+	}
+	st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 10})
+	if st.Docs != int64(len(corpus)) || st.Loaded != int64(len(corpus)) {
+		t.Errorf("resumed load: loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
+	}
+	open(t, cfg, elastic.OpenOptions{})
+	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10}); !errors.Is(err, elastic.ErrExists) {
+		t.Errorf("load over a complete index: got %v, want ErrExists", err)
+	}
+}
+
 // markerEmbedder embeds a text as a one-hot vector on the number of its
 // marker word "zqNxv", plus a little of the last dimension (never zero,
 // never unit length, so that the loader must scale it).
@@ -515,8 +550,35 @@ func TestKNN(t *testing.T) {
 			if diff := cmp.Diff(filter, knn["filter"]); diff != "" {
 				t.Errorf("knn filter (-want +got):\n%s", diff)
 			}
+
+			// The exact search (script_score) ranks as the server's kNN,
+			// which is exact too.
+			exact := open(t, cfg, elastic.OpenOptions{Embedder: emb, QueryPrefix: "query: ", Exact: true})
+			q := retrieve.Query{Text: "zq7xv zq9xv", K: 5, Exclude: []string{corpus[9].ID}}
+			want, err := r.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := exact.Search(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(hitIDs(want), hitIDs(got)); diff != "" {
+				t.Errorf("exact hits (-kNN +exact):\n%s", diff)
+			}
+			if body, _ := lastSearch(t, s); body["query"].(map[string]any)["script_score"] == nil {
+				t.Errorf("exact search sent %v, want a script_score query", body)
+			}
 		})
 	}
+}
+
+func hitIDs(hits []retrieve.Hit) []string {
+	ids := make([]string, len(hits))
+	for i, h := range hits {
+		ids[i] = h.ID
+	}
+	return ids
 }
 
 func TestFlavourMapping(t *testing.T) {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -96,6 +99,10 @@ type LoadOptions struct {
 	// K1 and B are the BM25 parameters set in the index (default
 	// DefaultK1, DefaultB: the method's settings).
 	K1, B float64
+	// Engine is the k-NN engine of the vector field on OpenSearch:
+	// EngineFaiss (default) or EngineLucene. Elasticsearch has one engine
+	// and ignores it.
+	Engine string
 	// Stemmer is StemmerPorter2 (default, as distill's in-process index)
 	// or StemmerPorter (as Lucene's EnglishAnalyzer and Pyserini).
 	Stemmer string
@@ -138,6 +145,12 @@ func (o LoadOptions) withDefaults() (LoadOptions, error) {
 	}
 	if o.Stemmer != StemmerPorter2 && o.Stemmer != StemmerPorter {
 		return o, fmt.Errorf("stemmer %q: want %q or %q", o.Stemmer, StemmerPorter2, StemmerPorter)
+	}
+	if o.Engine == "" {
+		o.Engine = EngineFaiss
+	}
+	if o.Engine != EngineFaiss && o.Engine != EngineLucene {
+		return o, fmt.Errorf("k-NN engine %q: want %q or %q", o.Engine, EngineFaiss, EngineLucene)
 	}
 	if o.Shards <= 0 {
 		o.Shards = 1
@@ -235,6 +248,15 @@ func (e *BulkError) Error() string {
 // Doc ids must be unique: a repeated id replaces the earlier document and
 // Load reports the shortfall.
 //
+// An existing index is an error (ErrExists) unless LoadOptions.Recreate
+// is set, with one exception: an index whose load was interrupted (the
+// process killed, the cluster gone) and that the same options would make
+// again. Load then sends every passage again into it; documents are
+// indexed by id, so the index ends with each passage once. Load records
+// in the mapping's _meta that a load is running, and that it is complete
+// once every passage is in and refreshed; Open refuses an index whose
+// load is still running or was interrupted.
+//
 // Stats are returned in every case, as far as the load went.
 func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats, error) {
 	start := time.Now()
@@ -268,8 +290,14 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
 	}
+	var found *loadMeta
 	if exists && !opts.Recreate {
-		return st, fmt.Errorf("%s at %s: %w (recreate it to replace it)", op, c.where(), ErrExists)
+		if found, err = c.loadMeta(ctx, cfg.Index); err != nil {
+			return st, fmt.Errorf("%s: %w", op, err)
+		}
+		if found == nil || found.State != loadRunning {
+			return st, fmt.Errorf("%s at %s: %w (recreate it to replace it)", op, c.where(), ErrExists)
+		}
 	}
 
 	// The first batch is read (and embedded, when the vector size is to be
@@ -304,17 +332,30 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
 	}
-	if exists {
-		if _, _, err := c.call(ctx, "delete index", esapi.IndicesDeleteRequest{Index: []string{cfg.Index}}); err != nil && !errors.Is(err, ErrNotFound) {
+	sum := sha256.Sum256(body)
+	meta := loadMeta{State: loadRunning, Digest: hex.EncodeToString(sum[:])}
+	switch {
+	case found != nil && found.Digest != meta.Digest:
+		return st, fmt.Errorf("%s at %s: %w: its load was interrupted, and with other settings (recreate it to replace it)", op, c.where(), ErrExists)
+	case found != nil:
+		// Go on with the interrupted load: the index is the one these
+		// options make.
+	default:
+		if exists {
+			if _, _, err := c.call(ctx, "delete index", esapi.IndicesDeleteRequest{Index: []string{cfg.Index}}); err != nil && !errors.Is(err, ErrNotFound) {
+				return st, fmt.Errorf("%s: %w", op, err)
+			}
+		}
+		if body, err = withMeta(body, meta); err != nil {
 			return st, fmt.Errorf("%s: %w", op, err)
 		}
-	}
-	if _, _, err := c.call(ctx, "create index", esapi.IndicesCreateRequest{Index: cfg.Index, Body: bytes.NewReader(body)}); err != nil {
-		var e *Error
-		if errors.As(err, &e) && e.Type == "resource_already_exists_exception" {
-			return st, fmt.Errorf("%s at %s: %w (created meanwhile by someone else)", op, c.where(), ErrExists)
+		if _, _, err := c.call(ctx, "create index", esapi.IndicesCreateRequest{Index: cfg.Index, Body: bytes.NewReader(body)}); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Type == "resource_already_exists_exception" {
+				return st, fmt.Errorf("%s at %s: %w (created meanwhile by someone else)", op, c.where(), ErrExists)
+			}
+			return st, fmt.Errorf("%s: %w", op, err)
 		}
-		return st, fmt.Errorf("%s: %w", op, err)
 	}
 
 	var failed []ItemError
@@ -348,6 +389,10 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	if st.Docs, err = c.count(ctx, cfg.Index); err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
 	}
+	meta.State, meta.Passages = loadComplete, st.Passages
+	if err := c.putMeta(ctx, cfg.Index, meta); err != nil {
+		return st, fmt.Errorf("%s: %w", op, err)
+	}
 	st.Elapsed = time.Since(start)
 
 	var errs []error
@@ -369,6 +414,36 @@ func majorVersion(v string) int {
 		return 0
 	}
 	return n
+}
+
+// loadMeta returns what Load recorded in the index's _meta, or nil when
+// the index does not say (made by someone else, or by an older distill).
+func (c *client) loadMeta(ctx context.Context, index string) (*loadMeta, error) {
+	_, body, err := c.call(ctx, "get index", esapi.IndicesGetRequest{Index: []string{index}})
+	if err != nil {
+		return nil, err
+	}
+	var infos map[string]indexInfo
+	if err := decode("get index", body, &infos); err != nil {
+		return nil, err
+	}
+	if len(infos) != 1 {
+		return nil, nil // an alias over several indexes: not one Load made
+	}
+	for _, in := range infos {
+		return in.Mappings.Meta.Distill, nil
+	}
+	return nil, nil
+}
+
+// putMeta records m in the index's _meta.
+func (c *client) putMeta(ctx context.Context, index string, m loadMeta) error {
+	body, err := json.Marshal(map[string]any{"_meta": map[string]any{"distill": m}})
+	if err != nil {
+		return err
+	}
+	_, _, err = c.call(ctx, "put mapping", esapi.IndicesPutMappingRequest{Index: []string{index}, Body: bytes.NewReader(body)})
+	return err
 }
 
 // exists reports whether the index (or alias) is there.

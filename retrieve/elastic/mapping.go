@@ -30,6 +30,16 @@ type doc struct {
 	Vector    []float32 `json:"vector,omitempty"`
 }
 
+// The k-NN engines LoadOptions.Engine accepts (OpenSearch only).
+const (
+	// EngineFaiss is the k-NN plugin's native faiss HNSW: OpenSearch's
+	// default, fast, and needs the plugin's native libraries.
+	EngineFaiss = "faiss"
+	// EngineLucene is Lucene's own HNSW, in Java: it runs wherever the
+	// k-NN plugin is installed, native libraries or not.
+	EngineLucene = "lucene"
+)
+
 // Stemmers LoadOptions.Stemmer accepts.
 const (
 	// StemmerPorter2 is Snowball's English stemmer, the one distill's
@@ -97,13 +107,13 @@ func indexBody(flavor Flavor, opts LoadOptions, dims int) ([]byte, error) {
 	if dims > 0 {
 		switch flavor {
 		case OpenSearch:
-			// Native (faiss) k-NN needs index.knn; faiss filters during
-			// the graph search from OpenSearch 2.9 on.
+			// k-NN search needs index.knn; both engines filter during the
+			// graph search (faiss from OpenSearch 2.9 on).
 			index["knn"] = true
 			props[fieldVector] = map[string]any{
 				"type":      "knn_vector",
 				"dimension": dims,
-				"method":    map[string]any{"name": "hnsw", "space_type": "innerproduct", "engine": "faiss"},
+				"method":    map[string]any{"name": "hnsw", "space_type": "innerproduct", "engine": opts.Engine},
 			}
 		default:
 			props[fieldVector] = map[string]any{
@@ -117,9 +127,37 @@ func indexBody(flavor Flavor, opts LoadOptions, dims int) ([]byte, error) {
 	})
 }
 
+// loadMeta is what Load records in the mapping's _meta under "distill":
+// whether the load finished, and a digest of the settings and mapping it
+// made, so that a load run again after an interruption goes on in the
+// same index only when it would make the same one.
+type loadMeta struct {
+	State    string `json:"load"` // loadRunning or loadComplete
+	Digest   string `json:"digest"`
+	Passages int64  `json:"passages,omitempty"`
+}
+
+const (
+	loadRunning  = "running"
+	loadComplete = "complete"
+)
+
+// withMeta returns the create-index body with m in the mapping's _meta.
+func withMeta(body []byte, m loadMeta) ([]byte, error) {
+	var v map[string]map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return nil, err
+	}
+	v["mappings"]["_meta"] = map[string]any{"distill": m}
+	return json.Marshal(v)
+}
+
 // indexInfo is what GET /{index} says about one index.
 type indexInfo struct {
 	Mappings struct {
+		Meta struct {
+			Distill *loadMeta `json:"distill"`
+		} `json:"_meta"`
 		Properties map[string]fieldInfo `json:"properties"`
 	} `json:"mappings"`
 	Settings struct {

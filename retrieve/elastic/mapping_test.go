@@ -19,6 +19,8 @@ func TestIndexBody(t *testing.T) {
 	porter := defaults
 	porter.Stemmer = StemmerPorter
 	porter.Shards, porter.Replicas = 3, 1
+	lucene := defaults
+	lucene.Engine = EngineLucene
 	tests := []struct {
 		name   string
 		flavor Flavor
@@ -29,6 +31,7 @@ func TestIndexBody(t *testing.T) {
 		{"bm25-porter-3-shards", Elasticsearch, porter, 0},
 		{"elasticsearch-vectors", Elasticsearch, defaults, 768},
 		{"opensearch-vectors", OpenSearch, defaults, 768},
+		{"opensearch-vectors-lucene", OpenSearch, lucene, 768},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,12 @@ type OpenOptions struct {
 	// considers (Elasticsearch num_candidates; default max(100, 10*K),
 	// at most 10000). More is slower and closer to exact.
 	NumCandidates int
+	// Exact makes the search with an Embedder exact: every vector that
+	// passes the exclusion is scored by a script_score query (the k-NN
+	// plugin's knn_score on OpenSearch, painless dotProduct on
+	// Elasticsearch) instead of searching the HNSW graph. It reads every
+	// vector, so it suits small indexes and checking the graph's recall.
+	Exact bool
 	// SortByID breaks ties between equal BM25 scores by doc id, so that
 	// the order of tied hits does not depend on the order the documents
 	// were loaded in. It costs speed: sorting on a field turns off the
@@ -112,6 +118,9 @@ func open(ctx context.Context, c *client, cfg Config, opts OpenOptions) (*Retrie
 	slices.Sort(names)
 	for _, name := range names {
 		in := infos[name]
+		if m := in.Mappings.Meta.Distill; m != nil && m.State != loadComplete {
+			return nil, fmt.Errorf("the load of index %q did not finish: run the same distill index command again to finish it", name)
+		}
 		props := in.Mappings.Properties
 		for field, typ := range map[string]string{fieldAll: "text", fieldID: "keyword", fieldTitle: "text"} {
 			if props[field].Type != typ {
@@ -266,8 +275,20 @@ func (r *Retriever) knnBody(ctx context.Context, q retrieve.Query) ([]byte, erro
 		filter = map[string]any{"bool": map[string]any{"must_not": ex}}
 	}
 	body := searchBody{Size: q.K, Source: sourceFields(q)}
-	switch r.flavor {
-	case OpenSearch:
+	switch {
+	case r.opts.Exact:
+		inner := any(map[string]any{"match_all": map[string]any{}})
+		if filter != nil {
+			inner = filter
+		}
+		script := map[string]any{"source": "dotProduct(params.query_vector, '" + fieldVector + "') + 1.0", "params": map[string]any{"query_vector": v}}
+		if r.flavor == OpenSearch {
+			script = map[string]any{"lang": "knn", "source": "knn_score", "params": map[string]any{
+				"field": fieldVector, "query_value": v, "space_type": "innerproduct",
+			}}
+		}
+		body.Query = map[string]any{"script_score": map[string]any{"query": inner, "script": script}}
+	case r.flavor == OpenSearch:
 		knn := map[string]any{"vector": v, "k": q.K}
 		if filter != nil {
 			knn["filter"] = filter

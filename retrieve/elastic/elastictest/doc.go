@@ -8,10 +8,12 @@
 //	GET, HEAD /                        cluster info (OpenSearch says "distribution": "opensearch")
 //	HEAD, GET, PUT, DELETE /{index}    exists, get (settings and mappings), create, delete
 //	GET, PUT /{index}/_settings        settings; static ones cannot change
+//	PUT /{index}/_mapping              the mapping's _meta (nothing else)
 //	POST /_bulk, /{index}/_bulk        NDJSON index, create and delete actions, one result per action
 //	POST /{index}/_refresh             makes stored documents visible to searches
 //	POST /{index}/_search              match, term(s), ids, bool, match_all; sort; _source filtering;
-//	                                   Elasticsearch's top-level knn, OpenSearch's knn query
+//	                                   Elasticsearch's top-level knn, OpenSearch's knn query;
+//	                                   script_score with package elastic's exact inner-product scripts
 //	POST /{index}/_count
 //
 // What it checks as a real node would: index settings (similarities,

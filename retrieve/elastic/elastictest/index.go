@@ -121,6 +121,27 @@ func (s *Server) create(rec Request) reply {
 	return jsonReply(http.StatusOK, map[string]any{"acknowledged": true, "shards_acknowledged": true, "index": name})
 }
 
+// updateMeta serves PUT /{index}/_mapping for a body that changes only
+// the mapping's _meta, which replaces the old one; other changes are
+// refused (a real node would merge them: nothing here sends any).
+func (ix *index) updateMeta(body []byte) reply {
+	m, err := decodeJSON(body)
+	if err != nil {
+		return errorReply(http.StatusBadRequest, "x_content_parse_exception", err.Error())
+	}
+	meta, ok := m["_meta"].(map[string]any)
+	if !ok || len(m) != 1 {
+		return errorReply(http.StatusBadRequest, "illegal_argument_exception", "elastictest: only {\"_meta\": {...}} mapping updates are served")
+	}
+	var mappings map[string]any
+	if err := json.Unmarshal(ix.mappings, &mappings); err != nil {
+		return errorReply(http.StatusInternalServerError, "exception", err.Error())
+	}
+	mappings["_meta"] = meta
+	ix.mappings, _ = json.Marshal(mappings)
+	return jsonReply(http.StatusOK, map[string]any{"acknowledged": true})
+}
+
 // parseMappings reads {"dynamic": ..., "properties": {...}}.
 func (s *Server) parseMappings(ix *index, m map[string]any) *reply {
 	bad := func(reason string) *reply {
@@ -131,7 +152,7 @@ func (s *Server) parseMappings(ix *index, m map[string]any) *reply {
 		switch k {
 		case "dynamic":
 			ix.strict = fmt.Sprint(v) == "strict"
-		case "properties", "_source":
+		case "properties", "_source", "_meta":
 		default:
 			return bad("Root mapping definition has unsupported parameters:  [" + k + " : " + fmt.Sprint(v) + "]")
 		}

@@ -203,3 +203,70 @@ func (s *Server) openSearchKNN(ix *index, spec any) (matcher, *badRequest) {
 		return ok, s
 	}, nil
 }
+
+// The two exact-search scripts package elastic sends, one per flavour.
+const (
+	esDotScript = "dotProduct(params.query_vector, 'vector') + 1.0"
+	osKNNScript = "knn_score"
+)
+
+// scriptScore serves a script_score query whose script is one of the two
+// exact inner-product scripts package elastic sends: Elasticsearch's
+// painless dotProduct + 1, or the OpenSearch k-NN plugin's knn_score with
+// the innerproduct space (dot + 1, or 1 / (1 - dot) below zero). Other
+// scripts are refused.
+func (s *Server) scriptScore(ix *index, spec any) (matcher, *badRequest) {
+	m, ok := spec.(map[string]any)
+	if !ok {
+		return nil, parsing("[script_score] malformed query")
+	}
+	inner, e := s.filterOf(ix, m["query"])
+	if e != nil {
+		return nil, e
+	}
+	script, _ := m["script"].(map[string]any)
+	params, _ := script["params"].(map[string]any)
+	source, _ := script["source"].(string)
+	lang, _ := script["lang"].(string)
+	var name, want string
+	var vec []float64
+	switch {
+	case s.opts.Flavor == OpenSearch && lang == "knn" && source == osKNNScript:
+		name, want = fmt.Sprint(params["field"]), "knn_vector"
+		vec, ok = floats(params["query_value"])
+		if !ok || params["space_type"] != "innerproduct" {
+			return nil, illegal("elastictest: knn_score wants query_value and space_type innerproduct")
+		}
+	case s.opts.Flavor != OpenSearch && (lang == "" || lang == "painless") && source == esDotScript:
+		name, want = fieldVectorName, "dense_vector"
+		if vec, ok = floats(params["query_vector"]); !ok {
+			return nil, illegal("elastictest: params.query_vector must be a list of numbers")
+		}
+	default:
+		return nil, illegal("elastictest serves only package elastic's exact-search scripts, not lang [%s] source [%s]", lang, source)
+	}
+	f := ix.fields[name]
+	if f == nil || f.typ != want {
+		return nil, illegal("field [%s] is not a [%s] field", name, want)
+	}
+	if len(vec) != f.dims {
+		return nil, illegal("query vector of %d dimensions, the field has %d", len(vec), f.dims)
+	}
+	return func(d *doc) (bool, float64) {
+		v, has := d.vecs[name]
+		if ok, _ := inner(d); !ok || !has {
+			return false, 0
+		}
+		var dot float64
+		for i, x := range v {
+			dot += x * vec[i]
+		}
+		if dot < 0 && s.opts.Flavor == OpenSearch {
+			return true, 1 / (1 - dot)
+		}
+		return true, dot + 1
+	}, nil
+}
+
+// fieldVectorName is the vector field's name in package elastic's mapping.
+const fieldVectorName = "vector"

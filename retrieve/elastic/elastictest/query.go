@@ -56,6 +56,8 @@ func (s *Server) compile(ix *index, q any) (matcher, *badRequest) {
 		return termsQuery(ix, kind, spec)
 	case "bool":
 		return s.boolQuery(ix, spec)
+	case "script_score":
+		return s.scriptScore(ix, spec)
 	case "knn":
 		if s.opts.Flavor != OpenSearch {
 			return nil, parsing("unknown query [knn]: use the top-level knn section")

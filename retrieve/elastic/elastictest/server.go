@@ -30,6 +30,7 @@ const (
 	EndpointCreate   = "index.create"   // PUT /{index}
 	EndpointDelete   = "index.delete"   // DELETE /{index}
 	EndpointSettings = "index.settings" // GET, PUT /{index}/_settings
+	EndpointMapping  = "index.mapping"  // PUT /{index}/_mapping (_meta only)
 	EndpointBulk     = "bulk"           // POST, PUT /_bulk, /{index}/_bulk
 	EndpointRefresh  = "refresh"        // POST, GET /{index}/_refresh
 	EndpointSearch   = "search"         // POST, GET /{index}/_search
@@ -277,6 +278,8 @@ func route(method, path string) (endpoint, index string, allowed []string) {
 			return EndpointRefresh, parts[0], []string{"GET", "POST"}
 		case "_settings":
 			return EndpointSettings, parts[0], []string{"GET", "PUT"}
+		case "_mapping":
+			return EndpointMapping, parts[0], []string{"PUT"}
 		}
 	}
 	return EndpointUnknown, "", nil
@@ -422,6 +425,8 @@ func (s *Server) handle(rec Request) reply {
 			return jsonReply(http.StatusOK, map[string]any{ix.name: map[string]any{"settings": nest(ix.settings)}})
 		}
 		return ix.updateSettings(rec.Body)
+	case EndpointMapping:
+		return ix.updateMeta(rec.Body)
 	case EndpointRefresh:
 		ix.refresh()
 		return jsonReply(http.StatusOK, map[string]any{"_shards": shards()})
