@@ -47,6 +47,7 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.StringFlag{Name: "dataset", Usage: "index a bundled dataset's corpus instead of --corpus: " + datasetSample},
 			&cli.PathFlag{Name: "out", Usage: "index `DIR`", EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.Float64Flag{Name: "k1", Value: bm25.DefaultK1, Usage: "BM25 term frequency saturation"},
+			&cli.BoolFlag{Name: "lucene-norms", Usage: "score with document lengths rounded to one byte as Lucene stores them (Pyserini, Elasticsearch and OpenSearch rank alike); default: exact lengths, textbook BM25"},
 			&cli.Float64Flag{Name: "b", Value: bm25.DefaultB, Usage: "BM25 length normalisation"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing index at --out"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad corpus records instead of stopping at the first"},
@@ -128,7 +129,7 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			}
 			bar := newProgress(c, total, "indexing")
 			st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
-				K1: c.Float64("k1"), B: c.Float64("b"), Overwrite: c.Bool("overwrite"), SourceName: name,
+				K1: c.Float64("k1"), B: c.Float64("b"), LuceneNorms: c.Bool("lucene-norms"), Overwrite: c.Bool("overwrite"), SourceName: name,
 				Progress: func(n int64) { bar.Set64(n) },
 			})
 			bar.Finish()

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve/elastic/elastictest"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -95,5 +96,30 @@ func TestDenseIndexRemembersServer(t *testing.T) {
 		if strings.Contains(string(req.Body), "passage: ") || strings.Contains(string(req.Body), "query: ") {
 			t.Errorf("request %d: body %s carries an E5 prefix although the server is told the input type", i, req.Body)
 		}
+	}
+}
+
+// TestIndexLuceneNorms builds a BM25 index with Lucene's length norms and
+// finds them recorded in its meta.json.
+func TestIndexLuceneNorms(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", "exact"}, ""},
+		{[]string{"--out", "lucene", "--lucene-norms"}, "lucene"},
+	} {
+		if r := runDistill(t, append([]string{"--quiet", "index", "--dataset", "sample"}, tt.args...)...); r.code != 0 {
+			t.Fatalf("index %v: exit %d, stderr %q", tt.args, r.code, r.stderr)
+		}
+		x, err := bm25.Open(tt.args[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := x.Meta().Norms; got != tt.want {
+			t.Errorf("index %v: norms %q, want %q", tt.args, got, tt.want)
+		}
+		x.Close()
 	}
 }
