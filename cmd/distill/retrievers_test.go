@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/llm/llmtest"
+	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/elastic/elastictest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
