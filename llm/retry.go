@@ -39,6 +39,8 @@ type retrier struct {
 	opts RetryOptions
 	mu   sync.Mutex
 	rng  *rand.Rand
+	// timeoutHint says once why requests may time out on a healthy server.
+	timeoutHint sync.Once
 }
 
 func newRetrier(o RetryOptions) *retrier {
@@ -106,6 +108,14 @@ func (r *retrier) do(ctx context.Context, op func(context.Context) error) error 
 		}
 		if n >= r.opts.MaxAttempts {
 			return fmt.Errorf("giving up after %d attempts: %w", n, err)
+		}
+		if errors.Is(err, ErrTimeout) {
+			r.timeoutHint.Do(func() {
+				r.opts.Logger.WarnContext(ctx, "a model request ran past its time limit and will be retried; "+
+					"a server that answers one request at a time (llama.cpp's Python server) keeps the others queued past it: "+
+					"limit the requests in flight to its parallel slots (distill --max-concurrent), or raise the limit (--request-timeout)",
+					"role", r.opts.Role, "error", err)
+			})
 		}
 		d := r.delay(n, err)
 		countRetry(ctx)

@@ -1,9 +1,13 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,5 +204,34 @@ func TestBackoffIsSeededFullJitter(t *testing.T) {
 	// Huge attempt numbers do not overflow.
 	if d := a.delay(200, err); d < 0 || d > opts.MaxDelay {
 		t.Errorf("attempt 200: got %s, want within [0, %s]", d, opts.MaxDelay)
+	}
+}
+
+// TestRetryTimeoutHint checks that timeouts, however many, bring one
+// warning that says how to keep requests from queueing in a one-slot
+// server, and that other errors bring none.
+func TestRetryTimeoutHint(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		err   error
+		warns int
+	}{
+		{"timeouts", fmt.Errorf("chat m: %w", ErrTimeout), 1},
+		{"server errors", &StatusError{StatusCode: 503}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			rec := &sleepRecorder{}
+			r := NewRetrier(RetryOptions{Sleep: rec.Sleep, MaxAttempts: 4, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			for range 3 {
+				err := r.Do(context.Background(), func(context.Context) error { return tt.err })
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("got %v, want %v", err, tt.err)
+				}
+			}
+			if got := strings.Count(logs.String(), "--max-concurrent"); got != tt.warns {
+				t.Errorf("got %d hints, want %d:\n%s", got, tt.warns, logs.String())
+			}
+		})
 	}
 }
