@@ -66,6 +66,9 @@ type Options struct {
 	Version  string
 	// Paper holds reference EM/F1 to print beside, by variant.
 	Paper map[string][2]float64
+	// Scoring is how EM and F1 treat empty answers (default: the method's
+	// reference, ScoringReference).
+	Scoring Scoring
 }
 
 // Errors that callers branch on.
@@ -205,14 +208,14 @@ func (o *Options) check() error {
 
 // report measures the variants' runs and writes the reports.
 func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, error) {
-	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper}
+	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper, Scoring: o.Scoring.orDefault()}
 	tr := Traces{Title: "distill bench: " + o.Dataset}
 	for i, v := range variants {
 		states, err := data.ReadParquet[data.State](runs[i].Trajectories)
 		if err != nil {
 			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		m, results, err := Compute(states, o.ByID, runs[i].Usage)
+		m, results, err := Compute(states, o.ByID, runs[i].Usage, o.Scoring)
 		if err != nil {
 			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
 		}

@@ -37,6 +37,9 @@ type Report struct {
 	// Paper holds reference EM and F1 numbers (percent) to show beside the
 	// variants', keyed by variant name; see PaperHotpotQABM25.
 	Paper map[string][2]float64 `json:"paper,omitempty"`
+	// Scoring is how EM and F1 treated empty answers (ScoringReference
+	// when empty, as in reports written before it was recorded).
+	Scoring Scoring `json:"scoring,omitempty"`
 }
 
 // PaperHotpotQABM25 returns the paper's EM and F1 on HotpotQA with BM25
@@ -196,9 +199,18 @@ func writeHeadline(b *bytes.Buffer, r Report) {
 		t.rows = append(t.rows, row)
 	}
 	t.write(b)
-	b.WriteString("EM and F1: SQuAD normalisation, best over the gold answers, in percent; a failed question scores 0. " +
+	fmt.Fprintf(b, "EM and F1: SQuAD normalisation, best over the gold answers, in percent; a failed question scores 0; %s. ", scoringNote(r.Scoring))
+	b.WriteString(
 		"Correct retrieval: every gold title retrieved. Compression ratio: evidence context characters over raw retrieved document characters. " +
-		"Latency: wall time per question.\n\n")
+			"Latency: wall time per question.\n\n")
+}
+
+// scoringNote says in words how a report's scoring treated empty answers.
+func scoringNote(s Scoring) string {
+	if s.orDefault() == ScoringSQuAD {
+		return "scoring squad (SQuAD v1.1: two answers that normalise to the empty string score F1 0)"
+	}
+	return "scoring reference (the method's: two answers that normalise to the empty string score F1 1)"
 }
 
 func writeVariants(b *bytes.Buffer, r Report) {

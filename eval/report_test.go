@@ -27,7 +27,7 @@ func testReport(t *testing.T) Report {
 	full, _, err := Compute(states, questions, []llm.Stats{
 		{Role: "judge", Model: "judge-3b", Requests: 9, PromptTokens: 9000, CompletionTokens: 450, CostUSD: 0},
 		{Role: "reader", Model: "gpt-4o-mini", Requests: 4, CachedHits: 1, PromptTokens: 2000, CompletionTokens: 40, CostUSD: 0.000324},
-	})
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func testReport(t *testing.T) Report {
 			some = append(some, s)
 		}
 	}
-	noJudge, _, err := Compute(some, questions, nil)
+	noJudge, _, err := Compute(some, questions, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ func benchCommand() *cli.Command {
 		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
 		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
+		scoringFlag(),
 		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judge.Kinds(), ", ")},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 		&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1 (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
@@ -91,6 +92,7 @@ distill bench compare A B prints the differences between two reports.`,
 				&cli.StringFlag{Name: "dataset", Usage: "the bundled dataset the shards ran: " + datasetSample},
 				&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report"},
 				&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
+				scoringFlag(),
 			},
 			Action: benchMergeAction,
 		}},
@@ -123,9 +125,13 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return usageErrorf("bench: --shard: %w", err)
 	}
+	scoring, err := eval.ParseScoring(c.String("scoring"))
+	if err != nil {
+		return usageErrorf("bench: --scoring: %w", err)
+	}
 	opts := eval.Options{
-		Shard: shard,
-		Out:   c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
+		Shard: shard, Scoring: scoring,
+		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
 		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
 	if opts.Limit == 0 {
@@ -242,14 +248,18 @@ func benchMergeAction(c *cli.Context) error {
 	case c.Path("questions") == "" && c.String("dataset") != datasetSample:
 		return usageErrorf("bench merge: give the questions the shards ran: --questions FILE or --dataset %s", datasetSample)
 	}
-	opts := eval.Options{Version: versionString(), Dataset: c.String("name")}
+	scoring, err := eval.ParseScoring(c.String("scoring"))
+	if err != nil {
+		return usageErrorf("bench merge: --scoring: %w", err)
+	}
+	opts := eval.Options{Version: versionString(), Dataset: c.String("name"), Scoring: scoring}
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
 	}
 	if _, err := benchQuestions(c, &opts); err != nil {
 		return err
 	}
-	_, err := eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
+	_, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
 	switch {
 	case errors.Is(err, runner.ErrOutExists):
 		return usageErrorf("bench merge: %s is not empty: choose another --out", out)
