@@ -210,6 +210,8 @@ func (o *Options) check() error {
 func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, error) {
 	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper, Scoring: o.Scoring.orDefault()}
 	tr := Traces{Title: "distill bench: " + o.Dataset}
+	scores := map[string][]ScoreRow{}
+	var names []string
 	for i, v := range variants {
 		states, err := data.ReadParquet[data.State](runs[i].Trajectories)
 		if err != nil {
@@ -222,6 +224,13 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		r.Questions = max(r.Questions, m.Questions)
 		r.Variants = append(r.Variants, VariantReport{Name: v.Name, Description: v.Description, Metrics: m, Roles: rolesOf(runs[i].Report)})
 		tr.Variants = append(tr.Variants, traceVariant(v.Name, results, states, o.ByID))
+		for _, res := range results {
+			scores[v.Name] = append(scores[v.Name], scoreRow(v.Name, res))
+		}
+		names = append(names, v.Name)
+	}
+	if r.Paired = PairedAgainstBaseline(names, scores); r.Paired != nil {
+		r.Bootstrap = bootstrapSettings()
 	}
 	var files []string
 	write := func(name string, fn func(w *bytes.Buffer) error) error {
@@ -234,6 +243,16 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		}
 		files = append(files, name)
 		return nil
+	}
+	if err := write(ScoresFile, func(b *bytes.Buffer) error {
+		for _, name := range names {
+			if err := writeScores(b, scores[name]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return Summary{}, err
 	}
 	if err := write(ReportJSON, func(b *bytes.Buffer) error { return WriteJSON(b, r) }); err != nil {
 		return Summary{}, err

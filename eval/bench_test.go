@@ -102,6 +102,7 @@ func TestBenchSample(t *testing.T) {
 	}
 	// The traces page's numbers are the report's.
 	checkTracesAgree(t, string(html), sum.Report)
+	checkPaired(t, out, sum.Report, 80)
 	for _, v := range sum.Report.Variants {
 		t.Logf("%-13s EM %5.1f F1 %5.1f rounds %.2f compression %.3f", v.Name, v.Metrics.EM, v.Metrics.F1, v.Metrics.MeanRounds, v.Metrics.Compression.Ratio)
 	}
@@ -236,5 +237,44 @@ func TestBenchShardsMerge(t *testing.T) {
 			t.Errorf("merged %s: %d questions EM %.2f F1 %.2f; whole %s: %d, %.2f, %.2f",
 				v.Name, v.Metrics.Questions, v.Metrics.EM, v.Metrics.F1, wv.Name, wv.Metrics.Questions, wv.Metrics.EM, wv.Metrics.F1)
 		}
+	}
+}
+
+// checkPaired checks a benchmark's paired comparisons against its metrics
+// and its scores file, and that bench compare of the benchmark with itself
+// finds no difference.
+func checkPaired(t *testing.T, out string, r Report, questions int) {
+	t.Helper()
+	if len(r.Paired) != len(r.Variants)-1 || r.Bootstrap == nil {
+		t.Fatalf("%d paired comparisons (bootstrap %v) for %d variants, want one per variant but full", len(r.Paired), r.Bootstrap, len(r.Variants))
+	}
+	em := map[string]float64{}
+	for _, v := range r.Variants {
+		em[v.Name] = v.Metrics.EM
+	}
+	for _, p := range r.Paired {
+		if p.Questions != questions || math.Abs(p.EM.Diff-(em[p.Variant]-em["full"])) > 1e-9 {
+			t.Errorf("%s: paired over %d questions, EM Δ %v; want %d and %v", p.Variant, p.Questions, p.EM.Diff, questions, em[p.Variant]-em["full"])
+		}
+		if !(p.EM.Low <= p.EM.Diff && p.EM.Diff <= p.EM.High) {
+			t.Errorf("%s: EM Δ %v outside its interval [%v, %v]", p.Variant, p.EM.Diff, p.EM.Low, p.EM.High)
+		}
+	}
+	bm, err := OpenBenchmark(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Variants {
+		if n := len(bm.Scores[v.Name]); n != questions {
+			t.Errorf("%s: %d rows in %s, want %d", v.Name, n, ScoresFile, questions)
+		}
+	}
+	var b strings.Builder
+	if err := Compare(&b, bm, bm); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("paired, B-A over the %d questions both ran", questions); !strings.Contains(b.String(), want) ||
+		!strings.Contains(b.String(), "EM 0.0 [95% CI 0.0, 0.0], McNemar p = 1.000: not significant") {
+		t.Errorf("compare of a benchmark with itself lacks the paired lines:\n%s", b.String())
 	}
 }

@@ -464,16 +464,7 @@ func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics
 				continue
 			}
 			cal.States++
-			switch {
-			case j.JudgedSufficient && j.GoldComplete:
-				cal.Confusion.TP++
-			case j.JudgedSufficient:
-				cal.Confusion.FP++
-			case j.GoldComplete:
-				cal.Confusion.FN++
-			default:
-				cal.Confusion.TN++
-			}
+			cal.Confusion.add(j)
 		}
 		if r.Failure != "" {
 			m.Failed++

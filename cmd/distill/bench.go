@@ -280,16 +280,13 @@ func benchCompareAction(c *cli.Context) error {
 	if c.NArg() != 2 {
 		return usageErrorf("bench compare: want two reports (report.json files or benchmark directories)")
 	}
-	var reps [2]eval.Report
+	var reps [2]eval.Benchmark
 	for i, p := range c.Args().Slice() {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			p = filepath.Join(p, eval.ReportJSON)
-		}
-		r, err := eval.ReadReport(p)
+		bm, err := eval.OpenBenchmark(p)
 		if err != nil {
 			return err
 		}
-		reps[i] = r
+		reps[i] = bm
 	}
 	return eval.Compare(c.App.Writer, reps[0], reps[1])
 }
