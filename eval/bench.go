@@ -316,7 +316,7 @@ func traceVariant(name string, results []QuestionResult, states []data.State, by
 		st := rows[res.ID]
 		slices.SortStableFunc(st, func(a, b data.State) int { return int(a.Round) - int(b.Round) })
 		tv.Questions = append(tv.Questions, TraceQuestion{ID: res.ID, Question: q.Text, Golds: q.Answers, Answer: res.Answer,
-			EM: res.EM, F1: res.F1, GoldTitles: q.GoldTitles, States: st})
+			EM: res.EM, F1: res.F1, GoldTitles: q.GoldTitles, Type: q.Type, SupportingFacts: q.SupportingFacts, States: st})
 	}
 	return tv
 }

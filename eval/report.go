@@ -387,7 +387,8 @@ func writeCalibration(b *bytes.Buffer, r Report) {
 	if len(words) > 0 {
 		fmt.Fprintf(b, "Not significant against %s (the interval holds 0): %s.\n\n", Baseline, mdEscape(strings.Join(words, ", ")))
 	}
-	b.WriteString("Every judge call against retrieval truth (all gold titles in the evidence and a gold answer in it). " +
+	b.WriteString("Every judge call against retrieval truth, the one the built-in teacher and the filter use (the gold evidence is there: at least 70% of the gold titles, so all of them below four, and the answer; " +
+		"for yes/no and comparison questions the supporting sentences, or every gold title, instead of the answer string). " +
 		"FP rate: judged sufficient among states without the gold evidence, FP/(FP+TN). " +
 		"Complete judged insufficient: FN/(TP+FN). Unmeasured: states of questions without gold titles.\n\n")
 }

@@ -37,7 +37,11 @@ type TraceQuestion struct {
 	Answer       string
 	EM, F1       float64
 	GoldTitles   []string
-	States       []data.State
+	// Type and SupportingFacts are the question's, for retrieval truth
+	// (data.JudgeTruth).
+	Type            string
+	SupportingFacts []data.SupportingFact
+	States          []data.State
 }
 
 // TraceFlags are what the page's filters select on, computed per question
@@ -87,7 +91,8 @@ func (q TraceQuestion) flags() (TraceFlags, string) {
 }
 
 func (q TraceQuestion) dataQuestion() data.Question {
-	return data.Question{ID: q.ID, Text: q.Question, Answers: q.Golds, GoldTitles: q.GoldTitles}
+	return data.Question{ID: q.ID, Text: q.Question, Answers: q.Golds, GoldTitles: q.GoldTitles,
+		Type: q.Type, SupportingFacts: q.SupportingFacts}
 }
 
 // traceSplit separates a question's states from its failure reason: the
@@ -195,7 +200,11 @@ type traceTruth struct {
 	Known                   bool
 	TitlesFound, GoldTitles int
 	AnswerFound, Complete   bool
-	Missing                 []string
+	// AnswerExpected is false for yes/no and comparison questions, whose
+	// truth is FactsFound of GoldFacts supporting sentences instead.
+	AnswerExpected        bool
+	FactsFound, GoldFacts int
+	Missing               []string
 }
 
 type traceRetrievalView struct {
@@ -324,7 +333,8 @@ func buildTraceQuestion(q TraceQuestion, variant, anchor string) traceQuestionVi
 		if len(q.GoldTitles) > 0 {
 			tr := data.JudgeTruth(dq, s.Evidence)
 			r.Truth = traceTruth{Known: true, TitlesFound: tr.TitlesFound, GoldTitles: tr.GoldTitles,
-				AnswerFound: tr.AnswerFound, Complete: tr.Complete, Missing: traceTexts(tr.MissingTitles)}
+				AnswerFound: tr.AnswerFound, Complete: tr.Complete, Missing: traceTexts(tr.MissingTitles),
+				AnswerExpected: tr.AnswerExpected, FactsFound: tr.FactsFound, GoldFacts: tr.GoldFacts}
 			r.FalsePositive = s.Sufficient && !tr.Complete
 			r.Missed = !s.Sufficient && tr.Complete
 		}
