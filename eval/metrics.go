@@ -188,6 +188,9 @@ type QuestionResult struct {
 	Premature bool `json:"premature"`
 	// Judgments are the calibration points of the question's judge calls.
 	Judgments []Judgment `json:"judgments"`
+	// gapCategories are the normalised categories of the gap items of its
+	// judge calls.
+	gapCategories []string
 }
 
 // Judgment is one judge call set against retrieval truth: what the judge
@@ -309,31 +312,66 @@ func Compute(states []data.State, questions map[string]data.Question, usage []ll
 	var order []string
 	groups := make(map[string][]data.State)
 	for _, s := range states {
-		if s.QuestionID == "" {
-			return Metrics{}, nil, fmt.Errorf("compute metrics: a row has no question id")
-		}
 		if _, ok := groups[s.QuestionID]; !ok {
-			if _, ok := questions[s.QuestionID]; !ok {
-				return Metrics{}, nil, fmt.Errorf("compute metrics: question %s is not among the questions given", s.QuestionID)
-			}
 			order = append(order, s.QuestionID)
 		}
 		groups[s.QuestionID] = append(groups[s.QuestionID], s)
 	}
-	results := make([]QuestionResult, 0, len(order))
+	sc := newScorer(questions, scoring)
 	for _, id := range order {
-		r, err := scoreQuestion(questions[id], groups[id], scoring)
-		if err != nil {
-			return Metrics{}, nil, fmt.Errorf("compute metrics: question %s: %w", id, err)
+		if _, err := sc.add(groups[id]); err != nil {
+			return Metrics{}, nil, err
 		}
-		results = append(results, r)
 	}
-	m := aggregate(results, groups)
+	return sc.metrics(usage), sc.results, nil
+}
+
+// scorer scores a variant's questions one at a time, so that a benchmark
+// can stream its trajectories instead of holding them.
+type scorer struct {
+	questions map[string]data.Question
+	scoring   Scoring
+	results   []QuestionResult
+	seen      map[string]bool
+}
+
+func newScorer(questions map[string]data.Question, scoring Scoring) *scorer {
+	return &scorer{questions: questions, scoring: scoring, seen: map[string]bool{}}
+}
+
+// add scores the rows of one question (all of them, in any order).
+func (s *scorer) add(rows []data.State) (QuestionResult, error) {
+	if len(rows) == 0 {
+		return QuestionResult{}, nil
+	}
+	id := rows[0].QuestionID
+	switch {
+	case id == "":
+		return QuestionResult{}, fmt.Errorf("compute metrics: a row has no question id")
+	case s.seen[id]:
+		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: its rows are not together", id)
+	}
+	q, ok := s.questions[id]
+	if !ok {
+		return QuestionResult{}, fmt.Errorf("compute metrics: question %s is not among the questions given", id)
+	}
+	s.seen[id] = true
+	r, err := scoreQuestion(q, rows, s.scoring)
+	if err != nil {
+		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: %w", id, err)
+	}
+	s.results = append(s.results, r)
+	return r, nil
+}
+
+// metrics aggregates the questions added so far, with usage.
+func (s *scorer) metrics(usage []llm.Stats) Metrics {
+	m := aggregate(s.results)
 	m.Usage = append([]llm.Stats{}, usage...)
 	for _, u := range usage {
 		m.CostUSD += u.CostUSD
 	}
-	return m, results, nil
+	return m
 }
 
 // scoreQuestion scores one question's rows.
@@ -362,6 +400,9 @@ func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (Questio
 		}
 		latest = s
 		r.States++
+		for _, g := range s.GapItems {
+			r.gapCategories = append(r.gapCategories, data.NormalizeCategory(g.Category))
+		}
 		j := Judgment{Round: int(s.Round), JudgedSufficient: s.Sufficient, Measured: len(q.GoldTitles) > 0}
 		if j.Measured {
 			j.GoldComplete = data.JudgeTruth(q, s.Evidence).Complete
@@ -414,9 +455,8 @@ func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (Questio
 	return r, nil
 }
 
-// aggregate turns per-question results (and their rows, for the gap items)
-// into Metrics, without usage.
-func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics {
+// aggregate turns per-question results into Metrics, without usage.
+func aggregate(results []QuestionResult) Metrics {
 	m := Metrics{
 		Questions:     len(results),
 		EndReasons:    make(map[string]int),
@@ -450,13 +490,8 @@ func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics
 				correct++
 			}
 		}
-		for _, s := range groups[r.ID] {
-			if s.Failure != "" {
-				continue
-			}
-			for _, g := range s.GapItems {
-				m.GapCategories[data.NormalizeCategory(g.Category)]++
-			}
+		for _, c := range r.gapCategories {
+			m.GapCategories[c]++
 		}
 		for _, j := range r.Judgments {
 			if !j.Measured {

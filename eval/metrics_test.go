@@ -280,7 +280,7 @@ func TestComputeQuestionResults(t *testing.T) {
 			EndReason: EndSufficient,
 			Judgments: []Judgment{{Round: 0}, {Round: 1, JudgedSufficient: true}}},
 	}
-	if diff := cmp.Diff(want, results, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+	if diff := cmp.Diff(want, results, cmpopts.EquateApprox(0, 1e-9), cmpopts.IgnoreUnexported(QuestionResult{})); diff != "" {
 		t.Errorf("results mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -399,4 +399,26 @@ func BenchmarkCompute(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(many)*b.N)/b.Elapsed().Seconds(), "states/s")
+}
+
+// TestScorerRowsTogether: streamed question by question, a question whose
+// rows come back later is an error, not a second result.
+func TestScorerRowsTogether(t *testing.T) {
+	states, questions := fixture()
+	sc := newScorer(questions, "")
+	var q5 []data.State
+	for _, s := range states {
+		if s.QuestionID == "q5" {
+			q5 = append(q5, s)
+		}
+	}
+	if _, err := sc.add(q5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.add(q5[:1]); err == nil || !strings.Contains(err.Error(), "not together") {
+		t.Errorf("q5 again: got %v, want an error saying its rows are not together", err)
+	}
+	if _, err := sc.add([]data.State{{QuestionID: "nope"}}); err == nil {
+		t.Error("an unknown question: got no error")
+	}
 }

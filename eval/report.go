@@ -44,6 +44,9 @@ type Report struct {
 	// (ComparePaired); Bootstrap says how its intervals were computed.
 	Paired    []Paired   `json:"paired,omitempty"`
 	Bootstrap *Bootstrap `json:"bootstrap,omitempty"`
+	// Leakage sets the questions against the trained judge's training
+	// questions (nil without a trained judge).
+	Leakage *Leakage `json:"leakage,omitempty"`
 }
 
 // Bootstrap records the settings of a report's bootstrap intervals.
@@ -179,6 +182,7 @@ func WriteMarkdown(w io.Writer, r Report) error {
 		fmt.Fprintf(&b, ", distill %s", mdEscape(r.Version))
 	}
 	b.WriteString(".\n\n")
+	b.WriteString(r.Leakage.words())
 
 	writeHeadline(&b, r)
 	writeVariants(&b, r)

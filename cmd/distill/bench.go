@@ -35,7 +35,7 @@ func benchCommand() *cli.Command {
 		&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
 		&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultBenchOut + ")"},
 		&cli.StringFlag{Name: "variants", Usage: "comma-separated variants (default: every one the roles allow): " + strings.Join(eval.VariantNames(), ", ")},
-		&cli.IntFlag{Name: "limit", Value: eval.DefaultLimit, Usage: "the first `N` unique questions (0: all)"},
+		&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("run only the first `N` unique questions (default 0: every one; the paper's evaluation is %d)", eval.PaperLimit)},
 		&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once per variant", EnvVars: []string{"DISTILL_WORKERS"}},
 		&cli.IntFlag{Name: "parallel", Usage: "variants run at once (default: all)"},
 		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
@@ -61,8 +61,9 @@ func benchCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:  "bench",
 		Usage: "evaluate the judge inside the full loop: EM, F1, retrieval, calibration, compression, latency, ablations",
-		Description: `Runs each variant over the same questions (the first --limit unique ids, as the reference
-evaluation does) with one retriever, each variant a resumable rollout in OUT/variants/NAME:
+		Description: `Runs each variant over the same questions (every question, or the first --limit unique
+ids: --limit 1000 as the reference evaluation) with one retriever, each variant a resumable
+rollout in OUT/variants/NAME:
   full           the configured judge and extractor (early stop)
   no-sft         the untuned judge (--base-judge) in the same loop
   no-judge       no sufficiency decision: every retrieval spent, bare-question queries
@@ -134,9 +135,6 @@ func benchAction(c *cli.Context) error {
 		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
 		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
-	if opts.Limit == 0 {
-		opts.Limit = -1
-	}
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
 	}
@@ -174,6 +172,14 @@ func benchAction(c *cli.Context) error {
 	models, err := newBenchModels(c, retriever)
 	if err != nil {
 		return err
+	}
+	if dir := c.Path("judge-from"); dir != "" {
+		h, err := judge.ReadHandback(dir)
+		if err != nil {
+			return err
+		}
+		opts.JudgeTraining = &eval.JudgeTraining{Source: filepath.Join(dir, judge.HandbackFile),
+			Questions: slices.Concat(h.TrainQuestions, h.ValQuestions), Known: len(h.TrainQuestions)+len(h.ValQuestions) > 0}
 	}
 	opts.SetupFor = models.setup
 	opts.Usage = models.usage
