@@ -74,12 +74,16 @@ rollout in OUT/variants/NAME:
   abstractive    one short query-focused summary per document
 Then it writes OUT/report.md (the paper's tables: EM/F1, correct retrieval, rounds,
 compression, latency, cost; calibration against retrieval truth), OUT/report.json (every
-number), SVG plots, and OUT/traces.html, a page to audit every question round by round.
+number, with each variant compared with full question by question: paired differences,
+bootstrap intervals, McNemar's test), OUT/scores.jsonl, SVG plots, and OUT/traces.html, an
+index of every question linking to pages (OUT/traces/) that audit them round by round.
+With --judge-from, it warns when its questions include the judge's training questions.
 
 With no flags it runs on the bundled sample with the built-in components, offline, into
 ` + defaultBenchOut + `. --judge-from DIR takes the judge distill train handed back; it is refused
 when its prompt template differs from this build's, unless --allow-template-mismatch.
-distill bench compare A B prints the differences between two reports.`,
+distill bench compare A B prints the differences between two reports, and the paired
+statistics when A and B are benchmark directories.`,
 		Flags:  append(append(flags, modelFlags()...), retrieverFlags()...),
 		Action: benchAction,
 		Subcommands: []*cli.Command{{
