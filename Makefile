@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models e2e e2e-models e2e-opensearch bench lint install clean
+.PHONY: all build test fakes models e2e e2e-models e2e-opensearch e2e-browser bench lint install clean
 
 all: build
 
@@ -37,7 +37,7 @@ models:
 # after make test). e2e-models runs the chain against SmolLM2 and E5 served
 # on loopback (see scripts/local-models) and writes the figures it measured
 # to bin/e2e-models.md; DISTILL_E2E_QUESTIONS=4 makes a quicker trial.
-e2e: e2e-models e2e-opensearch
+e2e: e2e-models e2e-opensearch e2e-browser
 
 e2e-models: models
 	@mkdir -p bin
@@ -53,6 +53,17 @@ e2e-opensearch:
 	scripts/opensearch build
 	$(GO) test -tags e2e -count=1 -timeout 30m -v -run '$(E2E_RUN)' ./retrieve/elastic/
 	$(GO) test -tags e2e -count=1 -timeout 30m -v -run 'TestOpenSearch' ./cmd/distill/
+
+# e2e-browser opens a benchmark's audit pages (traces.html and its pages of
+# questions) in headless Chromium, Debian's package, installed here when it
+# is missing: they render, log nothing to the console, and the index of
+# 10,000 questions in eight variants is ready in under a second
+# (eval/traces_e2e_test.go, build tag e2e, so that make test stays fast).
+e2e-browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+	$(GO) test -tags e2e -run Browser -count=1 -v -timeout 20m ./eval
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

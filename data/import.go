@@ -67,8 +67,12 @@ type ImportResult struct {
 	// outside their paragraph (kept, see ReadStats).
 	UnresolvedFacts int
 	// QuestionsWithAllGoldTitles counts the questions with at least one gold
-	// title whose gold titles are all titles of corpus passages.
+	// title whose gold titles are all titles of corpus passages;
+	// QuestionsMissingGoldTitles those with a gold title that no corpus
+	// passage has (imported all the same: their retrieval can never be
+	// complete). Questions without gold titles are in neither count.
 	QuestionsWithAllGoldTitles int
+	QuestionsMissingGoldTitles int
 	// QuestionsPath and CorpusPath are the files written; CorpusPath is
 	// empty when there is no corpus (questions without context and no
 	// Corpus given).
@@ -128,7 +132,11 @@ func (im *importer) run(ctx context.Context) error {
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
 	}
-	qr, err := OpenQuestions(o.In, o.Format, WithDataset(o.Dataset))
+	qopts := []QuestionOption{WithDataset(o.Dataset)}
+	if o.Corpus != "" {
+		qopts = append(qopts, WithExternalCorpus())
+	}
+	qr, err := OpenQuestions(o.In, o.Format, qopts...)
 	if err != nil {
 		return err
 	}
@@ -160,7 +168,11 @@ func (im *importer) run(ctx context.Context) error {
 		}
 	}
 	for _, titles := range im.gold {
-		if len(titles) > 0 && !slices.ContainsFunc(titles, func(t string) bool { return !im.titles[t] }) {
+		switch {
+		case len(titles) == 0:
+		case slices.ContainsFunc(titles, func(t string) bool { return !im.titles[t] }):
+			im.res.QuestionsMissingGoldTitles++
+		default:
 			im.res.QuestionsWithAllGoldTitles++
 		}
 	}
@@ -319,6 +331,7 @@ func (im *importer) commit() error {
 	im.res.QuestionsPath = im.qw.path
 	im.log.Info("import done", "questions", im.res.Questions, "passages", im.res.Passages,
 		"duplicate_passages", im.res.DuplicatePassages, "bad_records", im.res.BadRecords,
-		"questions_with_all_gold_titles", im.res.QuestionsWithAllGoldTitles)
+		"questions_with_all_gold_titles", im.res.QuestionsWithAllGoldTitles,
+		"questions_missing_gold_titles", im.res.QuestionsMissingGoldTitles)
 	return nil
 }

@@ -42,13 +42,26 @@ func TestImport(t *testing.T) {
 		{
 			name:       "hotpotqa with a separate corpus",
 			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus_list.json", CorpusFormat: CorpusJSONList},
-			want:       ImportResult{Questions: 3, Passages: 3, UnresolvedFacts: 1, QuestionsWithAllGoldTitles: 2},
+			want:       ImportResult{Questions: 3, Passages: 3, UnresolvedFacts: 1, QuestionsWithAllGoldTitles: 2, QuestionsMissingGoldTitles: 1},
 			wantCorpus: []string{"London", "Paris", "Berlin"},
+		},
+		{
+			// Fullwiki: gold titles are looked up in the corpus; fw2 has no
+			// context at all and fw3's gold title is in neither.
+			name:       "hotpotqa fullwiki with a corpus",
+			opts:       ImportOptions{In: "testdata/hotpotqa_fullwiki.json", Format: QuestionsHotpotQA, Corpus: "testdata/hotpotqa_fullwiki_corpus.jsonl", CorpusFormat: CorpusBEIR},
+			want:       ImportResult{Questions: 3, Passages: 4, QuestionsWithAllGoldTitles: 2, QuestionsMissingGoldTitles: 1},
+			wantCorpus: []string{"Analytical Engine", "Ada Lovelace", "Paris", "Rome"},
 		},
 		{
 			name: "flashrag without a corpus",
 			opts: ImportOptions{In: "testdata/flashrag.jsonl", Format: QuestionsFlashRAG, Dataset: "2wikimultihopqa"},
-			want: ImportResult{Questions: 3},
+			want: ImportResult{Questions: 3, QuestionsMissingGoldTitles: 2},
+		},
+		{
+			name: "triviaqa, original layout",
+			opts: ImportOptions{In: "testdata/triviaqa.json", Format: QuestionsTriviaQA},
+			want: ImportResult{Questions: 2},
 		},
 		{
 			name: "skip bad questions",
@@ -76,7 +89,7 @@ func TestImport(t *testing.T) {
 		{
 			name: "skip bad passages",
 			opts: ImportOptions{In: "testdata/flashrag.jsonl", Format: QuestionsFlashRAG, Corpus: "testdata/corpus_bad.jsonl", CorpusFormat: CorpusJSONL, SkipBad: true},
-			want: ImportResult{Questions: 3, Passages: 2, BadRecords: 5},
+			want: ImportResult{Questions: 3, Passages: 2, BadRecords: 5, QuestionsMissingGoldTitles: 2},
 			wantErrors: []outcome{
 				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 				{Index: 2, Line: 3, Field: "text", Reason: "missing or empty"},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -52,6 +53,10 @@ type recordStream struct {
 	err    error // sticky: io.EOF or a fatal error
 	buf    []byte
 	closed bool
+	// outer, when set, lists the other members allowed in the object whose
+	// member holds the list being streamed (openMemberList); the list's end
+	// is not the file's.
+	outer []string
 }
 
 // openStream opens path for streaming. With object true the file must hold
@@ -68,6 +73,94 @@ func openStream(path string, object bool) (*recordStream, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// openMemberList opens path for streaming the elements of the JSON list
+// that the member key of the file's top-level object holds, as TriviaQA's
+// {"Data": [...], "Version": ...} files do. Members before and after it are
+// skipped; their names must be among others.
+func openMemberList(path, key string, others []string) (*recordStream, error) {
+	s, err := openStream(path, true)
+	if err != nil {
+		return nil, err
+	}
+	s.outer = others
+	for {
+		name, err := s.nextKey()
+		if err == io.EOF {
+			err = fmt.Errorf("%s: the top-level object has no %q member", path, key)
+		}
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		if name == key {
+			break
+		}
+		s.buf = s.buf[:0]
+		if err := s.scanValue(); err != nil {
+			s.close()
+			return nil, s.syntaxError(err)
+		}
+	}
+	if c, err := s.skipSpace(); err != nil || c != '[' {
+		s.close()
+		if err == nil {
+			err = fmt.Errorf("got %q, want a list", c)
+		}
+		return nil, s.syntaxError(fmt.Errorf("member %q: %w", key, err))
+	}
+	s.readByte()
+	s.layout, s.inside = layoutList, false
+	return s, nil
+}
+
+// nextKey reads the next member name of the top-level object of a stream
+// opened by openMemberList (io.EOF at its end), checking it is allowed.
+func (s *recordStream) nextKey() (string, error) {
+	c, err := s.skipSpace()
+	if err != nil {
+		return "", s.syntaxError(err)
+	}
+	switch {
+	case c == '}':
+		s.readByte()
+		return "", io.EOF
+	case s.inside && c != ',':
+		return "", s.syntaxError(fmt.Errorf("got %q, want ',' or '}'", c))
+	case s.inside:
+		s.readByte()
+		if _, err := s.skipSpace(); err != nil {
+			return "", s.syntaxError(err)
+		}
+	}
+	s.inside = true
+	key, err := s.readKey()
+	if err != nil {
+		return "", s.syntaxError(err)
+	}
+	if !slices.Contains(s.outer, key) {
+		return "", fmt.Errorf("%s: line %d: unknown top-level member %q: %w", s.path, s.line, key, ErrUnknownField)
+	}
+	return key, nil
+}
+
+// finishOuter reads the members after the list of a stream opened by
+// openMemberList, then the end of the file.
+func (s *recordStream) finishOuter() error {
+	for {
+		_, err := s.nextKey()
+		if err == io.EOF {
+			return s.finish()
+		}
+		if err != nil {
+			return err
+		}
+		s.buf = s.buf[:0]
+		if err := s.scanValue(); err != nil {
+			return s.syntaxError(err)
+		}
+	}
 }
 
 // openInput opens an input file for buffered reading, decompressing it
@@ -201,6 +294,10 @@ func (s *recordStream) nextMember() (rawRecord, error) {
 		closer = '}'
 	}
 	switch {
+	case c == closer && s.outer != nil:
+		s.readByte()
+		s.layout, s.inside = layoutObject, true
+		return rawRecord{}, s.finishOuter()
 	case c == closer:
 		s.readByte()
 		return rawRecord{}, s.finish()

@@ -28,11 +28,16 @@ const (
 	// QuestionsFlashRAG is FlashRAG's dataset layout: {id, question,
 	// golden_answers, metadata}; it has no context paragraphs.
 	QuestionsFlashRAG QuestionFormat = "flashrag"
+	// QuestionsTriviaQA is TriviaQA: its original layout, one JSON object
+	// {"Data": [{QuestionId, Question, Answer, EntityPages, ...}], "Version",
+	// ...}, or FlashRAG's layout of it, told apart by the file's first
+	// member. Neither has gold titles or context paragraphs.
+	QuestionsTriviaQA QuestionFormat = "triviaqa"
 )
 
 // QuestionFormats lists the question formats in the order help texts show them.
 func QuestionFormats() []QuestionFormat {
-	return []QuestionFormat{QuestionsHotpotQA, Questions2Wiki, QuestionsMuSiQue, QuestionsFlashRAG}
+	return []QuestionFormat{QuestionsHotpotQA, Questions2Wiki, QuestionsMuSiQue, QuestionsFlashRAG, QuestionsTriviaQA}
 }
 
 // ParseQuestionFormat returns the format named s (case-insensitive;
@@ -66,6 +71,8 @@ func (f QuestionFormat) defaultDataset() string {
 		return "2wikimultihopqa"
 	case QuestionsMuSiQue:
 		return "musique"
+	case QuestionsTriviaQA:
+		return "triviaqa"
 	}
 	return "flashrag"
 }
@@ -93,6 +100,8 @@ type QuestionOption func(*questionConfig)
 
 type questionConfig struct {
 	dataset string
+	// externalCorpus: the corpus is not the records' context paragraphs.
+	externalCorpus bool
 }
 
 // WithDataset sets the Dataset of every question read, instead of the
@@ -104,6 +113,15 @@ func WithDataset(name string) QuestionOption {
 			c.dataset = name
 		}
 	}
+}
+
+// WithExternalCorpus says that the corpus is a file of its own, not the
+// records' context paragraphs, as with HotpotQA's fullwiki setting: a
+// HotpotQA or 2Wiki record may then have an empty context, and supporting
+// facts whose title is not in its context are kept (their titles are gold
+// titles, looked up in the corpus) instead of making the record bad.
+func WithExternalCorpus() QuestionOption {
+	return func(c *questionConfig) { c.externalCorpus = true }
 }
 
 // QuestionReader streams the questions of a dataset file.
@@ -122,8 +140,11 @@ type QuestionReader struct {
 	path    string
 	format  QuestionFormat
 	dataset string
-	stream  *recordStream
-	stats   ReadStats
+	// external: WithExternalCorpus; original: a TriviaQA file in its
+	// original layout.
+	external, original bool
+	stream             *recordStream
+	stats              ReadStats
 	// last is the position of the record Next returned last, for callers
 	// in this package that report errors about it.
 	last rawRecord
@@ -138,11 +159,22 @@ func OpenQuestions(path string, format QuestionFormat, opts ...QuestionOption) (
 	for _, o := range opts {
 		o(&cfg)
 	}
-	s, err := openStream(path, false)
+	r := &QuestionReader{path: path, format: format, dataset: cfg.dataset, external: cfg.externalCorpus}
+	var err error
+	if format == QuestionsTriviaQA {
+		if r.original, err = isTriviaQAOriginal(path); err != nil {
+			return nil, err
+		}
+	}
+	if r.original {
+		r.stream, err = openMemberList(path, "Data", triviaTopLevel)
+	} else {
+		r.stream, err = openStream(path, false)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &QuestionReader{path: path, format: format, dataset: cfg.dataset, stream: s}, nil
+	return r, nil
 }
 
 // Next returns the next question; see QuestionReader for what its errors mean.
@@ -170,6 +202,12 @@ func (r *QuestionReader) Next() (Example, error) {
 		ex, err = r.musique(rec)
 	case QuestionsFlashRAG:
 		ex, err = r.flashrag(rec)
+	case QuestionsTriviaQA:
+		if r.original {
+			ex, err = r.trivia(rec)
+		} else {
+			ex, err = r.flashrag(rec)
+		}
 	}
 	if err != nil {
 		r.stats.BadRecords++
@@ -240,7 +278,7 @@ func (r *QuestionReader) multihop(rec rawRecord, id, question, answer, typ strin
 	if len(q.Answers) == 0 {
 		return Example{}, missing(r.path, rec, "answer")
 	}
-	if len(context) == 0 {
+	if len(context) == 0 && !r.external {
 		return Example{}, missing(r.path, rec, "context")
 	}
 	paragraphs := make([]Passage, len(context))
@@ -279,10 +317,10 @@ func (r *QuestionReader) multihop(rec rawRecord, id, question, answer, typ strin
 				inRange = inRange || (*index >= 0 && int(*index) < len(p.Sentences))
 			}
 		}
-		if !found {
+		switch {
+		case !found && !r.external:
 			return Example{}, badField(r.path, rec, "supporting_facts", fmt.Errorf("fact %d: title %q is not in the context", i, *title))
-		}
-		if !inRange {
+		case found && !inRange:
 			unresolved++
 		}
 		q.SupportingFacts = append(q.SupportingFacts, SupportingFact{Title: *title, Sentence: *index})

@@ -198,6 +198,9 @@ func TestQuestionReaderConformance(t *testing.T) {
 		{Questions2Wiki, "testdata/2wiki.json", 2},
 		{QuestionsMuSiQue, "testdata/musique.jsonl", 2},
 		{QuestionsFlashRAG, "testdata/flashrag.jsonl", 3},
+		{QuestionsTriviaQA, "testdata/triviaqa.json", 2},
+		{QuestionsTriviaQA, writeFile(t, "triviaqa.json.gz", gzipBytes(t, mustRead(t, "testdata/triviaqa.json"))), 2},
+		{QuestionsTriviaQA, "testdata/triviaqa_flashrag.jsonl", 2},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.format)+"/"+filepath.Base(tt.fixture), func(t *testing.T) {
@@ -239,6 +242,14 @@ func readExamples(t *testing.T, path string, format QuestionFormat, opts ...Ques
 		out = append(out, ex)
 	}
 }
+
+// The context paragraphs of testdata/hotpotqa_fullwiki.json's first record.
+var (
+	fullwikiBabbage = para("Charles Babbage", "Charles Babbage was an English mathematician. He designed the Analytical Engine.",
+		"Charles Babbage was an English mathematician.", "He designed the Analytical Engine.")
+	fullwikiAda = para("Ada Lovelace", "Ada Lovelace was an English mathematician. She wrote the first program for the Analytical Engine.",
+		"Ada Lovelace was an English mathematician.", "She wrote the first program for the Analytical Engine.")
+)
 
 func TestOpenQuestions(t *testing.T) {
 	ada := para("Ada Lovelace", "Ada Lovelace was an English mathematician. She was born in London.",
@@ -390,6 +401,54 @@ func TestOpenQuestions(t *testing.T) {
 			},
 			wantStats: ReadStats{Records: 3},
 		},
+		{
+			name:    "triviaqa, original layout",
+			format:  QuestionsTriviaQA,
+			fixture: "testdata/triviaqa.json",
+			want: []Example{
+				{Question: Question{ID: "tc_33", Text: "Which Lloyd Webber musical premiered in the US on 10th December 1993?",
+					Answers: []string{"Sunset Boulevard", "Sunset Blvd", "Sunset Blvd.", "sunset blvd", "sunset boulevard"}, Dataset: "triviaqa"}},
+				{Question: Question{ID: "qz_1208", Text: "How many colours has a rainbow?", Answers: []string{"7", "seven"}, Dataset: "triviaqa"}},
+			},
+			wantStats: ReadStats{Records: 2},
+		},
+		{
+			name:    "triviaqa, FlashRAG layout",
+			format:  QuestionsTriviaQA,
+			fixture: "testdata/triviaqa_flashrag.jsonl",
+			want: []Example{
+				{Question: Question{ID: "test_0", Text: "Who was the man behind The Chipmunks?", Answers: []string{"David Seville"}, Dataset: "triviaqa"}},
+				{Question: Question{ID: "test_1", Text: "Which Lloyd Webber musical premiered in the US on 10th December 1993?",
+					Answers: []string{"Sunset Blvd", "Sunset Boulevard", "sunset boulevard"}, Dataset: "triviaqa"}},
+			},
+			wantStats: ReadStats{Records: 2},
+		},
+		{
+			// With the corpus elsewhere, supporting titles missing from the
+			// context (fw1's Analytical Engine, fw3's Atlantis) and an empty
+			// context (fw2) are fine.
+			name:    "hotpotqa fullwiki",
+			format:  QuestionsHotpotQA,
+			fixture: "testdata/hotpotqa_fullwiki.json",
+			opts:    []QuestionOption{WithExternalCorpus()},
+			want: []Example{
+				{
+					Question: Question{ID: "fw1", Text: "Who wrote the first program for the engine Babbage designed?",
+						Answers: []string{"Ada Lovelace"}, Type: "bridge", GoldTitles: []string{"Analytical Engine", "Ada Lovelace"},
+						GoldDocIDs:      []string{fullwikiAda.ID},
+						SupportingFacts: []SupportingFact{{"Analytical Engine", 0}, {"Ada Lovelace", 1}}, Dataset: "hotpotqa"},
+					Context: []Passage{fullwikiBabbage, fullwikiAda},
+				},
+				{Question: Question{ID: "fw2", Text: "Are Paris and Rome both capitals?", Answers: []string{"yes"}, Type: "comparison",
+					GoldTitles: []string{"Paris", "Rome"}, SupportingFacts: []SupportingFact{{"Paris", 0}, {"Rome", 0}}, Dataset: "hotpotqa"}},
+				{
+					Question: Question{ID: "fw3", Text: "Which city sank in the legend Plato told?", Answers: []string{"Atlantis"}, Type: "bridge",
+						GoldTitles: []string{"Atlantis"}, SupportingFacts: []SupportingFact{{"Atlantis", 0}}, Dataset: "hotpotqa"},
+					Context: []Passage{para("Plato", "Plato was a Greek philosopher.", "Plato was a Greek philosopher.")},
+				},
+			},
+			wantStats: ReadStats{Records: 3},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -488,6 +547,30 @@ func TestQuestionReaderBadRecords(t *testing.T) {
 			wantStats: ReadStats{Records: 3, BadRecords: 3},
 		},
 		{
+			// Without a corpus of its own, a fullwiki record must find its
+			// supporting titles in its context.
+			format:  QuestionsHotpotQA,
+			fixture: "testdata/hotpotqa_fullwiki.json",
+			want: []outcome{
+				{Index: 0, Line: 2, Field: "supporting_facts", Reason: `fact 0: title "Analytical Engine" is not in the context`},
+				{Index: 1, Line: 14, Field: "context", Reason: "missing or empty"},
+				{Index: 2, Line: 23, Field: "supporting_facts", Reason: `fact 0: title "Atlantis" is not in the context`},
+			},
+			wantStats: ReadStats{Records: 3, BadRecords: 3},
+		},
+		{
+			format:  QuestionsTriviaQA,
+			fixture: "testdata/triviaqa_bad.json",
+			want: []outcome{
+				{ID: "ok"},
+				{Index: 1, Line: 3, Field: "Answer", Reason: "missing or empty"},
+				{Index: 2, Line: 4, Field: "Extra", Reason: "triviaqa format: unknown field"},
+				{Index: 3, Line: 5, Field: "Question", Reason: "missing or empty"},
+				{Fatal: `FILE: line 6: unknown top-level member "Comment": unknown field`},
+			},
+			wantStats: ReadStats{Records: 4, BadRecords: 3},
+		},
+		{
 			format:  QuestionsHotpotQA,
 			fixture: "testdata/2wiki.json",
 			want: []outcome{
@@ -536,7 +619,7 @@ func TestOpenQuestionsErrors(t *testing.T) {
 		format QuestionFormat
 		want   string
 	}{
-		{"unknown format", "testdata/hotpotqa.json", "squad", `unknown question format "squad" (valid: hotpotqa, 2wiki, musique, flashrag)`},
+		{"unknown format", "testdata/hotpotqa.json", "squad", `unknown question format "squad" (valid: hotpotqa, 2wiki, musique, flashrag, triviaqa)`},
 		{"missing file", "testdata/absent.json", QuestionsHotpotQA, "testdata/absent.json: no such file or directory"},
 	}
 	for _, tt := range tests {
@@ -564,7 +647,7 @@ func TestParseQuestionFormat(t *testing.T) {
 		{"2wikimultihopqa", Questions2Wiki, ""},
 		{"MuSiQue", QuestionsMuSiQue, ""},
 		{"flashrag", QuestionsFlashRAG, ""},
-		{"nq", "", `unknown question format "nq" (valid: hotpotqa, 2wiki, musique, flashrag)`},
+		{"nq", "", `unknown question format "nq" (valid: hotpotqa, 2wiki, musique, flashrag, triviaqa)`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -689,4 +772,8 @@ func FuzzMuSiQue(f *testing.F) {
 
 func FuzzFlashRAGQuestions(f *testing.F) {
 	fuzzQuestions(f, QuestionsFlashRAG, "flashrag.jsonl", "flashrag_bad.jsonl")
+}
+
+func FuzzTriviaQA(f *testing.F) {
+	fuzzQuestions(f, QuestionsTriviaQA, "triviaqa.json", "triviaqa_bad.json", "triviaqa_flashrag.jsonl")
 }

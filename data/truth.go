@@ -116,10 +116,10 @@ const (
 	// Neither is a state that retrieval truth does not settle.
 	Neither Strength = iota
 	// StrongPositive: at least 70% of the gold titles are in the evidence
-	// and a gold answer string appears in it.
+	// and it states the answer (Truth.Evidenced).
 	StrongPositive
 	// StrongNegative: at most 10% of the gold titles are in the evidence
-	// and no gold answer string appears in it.
+	// and it does not state the answer.
 	StrongNegative
 )
 
@@ -139,7 +139,12 @@ const (
 	StrongNegativeTitles = 0.1
 )
 
-// Truth is what a dataset's gold evidence says about an evidence context.
+// Truth is what a dataset's gold evidence says about an evidence context:
+// retrieval truth, defined here once for every stage. The built-in teacher
+// labels a state sufficient exactly when it is Complete, the filter's rules
+// drop labels that contradict its Strength, and the benchmark's calibration
+// and premature stops count against Complete; a strong positive is exactly
+// a complete state, so the three never disagree.
 type Truth struct {
 	// GoldTitles is the number of the question's gold titles and
 	// TitlesFound how many of them are titles of evidence sentences.
@@ -150,9 +155,23 @@ type Truth struct {
 	// AnswerFound reports whether a gold answer appears in the evidence
 	// text (ContainsAnswer).
 	AnswerFound bool
-	// Complete is true when every gold title is in the evidence and the
-	// answer appears: the gold evidence is all there (the method's
-	// calibration counts judgments against it).
+	// AnswerExpected is false when the answer string says nothing about the
+	// evidence (AnswerExpected): yes/no answers, comparison questions and
+	// answers the question itself names.
+	AnswerExpected bool
+	// GoldFacts is the number of the question's supporting sentences
+	// (SupportingFacts) and FactsFound how many of them are evidence
+	// sentences (same title, same sentence index); MissingFacts lists the
+	// others.
+	GoldFacts, FactsFound int
+	MissingFacts          []SupportingFact
+	// Evidenced reports whether the evidence states the answer: a gold
+	// answer appears in it when one is expected; otherwise every supporting
+	// sentence is in it, or, when the dataset has none, every gold title.
+	Evidenced bool
+	// Complete is true when retrieval truth calls the evidence sufficient:
+	// at least 70% of the gold titles are in it (so all of them below four
+	// titles) and it is Evidenced. It is never true without gold titles.
 	Complete bool
 	// Strength is the class the filtering rules use.
 	Strength Strength
@@ -166,18 +185,46 @@ func (t Truth) Coverage() float64 {
 	return float64(t.TitlesFound) / float64(t.GoldTitles)
 }
 
-// JudgeTruth compares an evidence context with the question's gold titles
-// and answers. A question without gold titles is never a strong positive
-// or strong negative, as coverage cannot be measured.
+// AnswerExpected reports whether a question's answer string can be
+// expected in the evidence that answers it. It cannot for yes/no questions
+// ("yes" rarely appears), for comparison questions (dataset types
+// "comparison" and "bridge_comparison": the answer is one of the entities
+// compared, named whichever side wins) and whenever a gold answer appears in
+// the question itself.
+func AnswerExpected(q Question) bool {
+	switch strings.ToLower(q.Type) {
+	case "comparison", "bridge_comparison":
+		return false
+	}
+	for _, a := range q.Answers {
+		switch NormalizeAnswer(a) {
+		case "yes", "no":
+			return false
+		}
+	}
+	return !ContainsAnswer(q.Text, q.Answers)
+}
+
+// JudgeTruth compares an evidence context with the question's gold titles,
+// supporting sentences and answers (see Truth). A question without gold
+// titles is never complete, a strong positive or a strong negative, as
+// coverage cannot be measured.
 func JudgeTruth(q Question, evidence []Evidence) Truth {
+	type sentence struct {
+		title string
+		index int32
+	}
 	titles := make(map[string]bool, len(evidence))
+	sentences := make(map[sentence]bool, len(evidence))
 	var text strings.Builder
 	for _, e := range evidence {
 		titles[e.Title] = true
+		sentences[sentence{e.Title, e.Index}] = true
 		text.WriteString(e.Text)
 		text.WriteByte('\n')
 	}
-	t := Truth{GoldTitles: len(q.GoldTitles), AnswerFound: ContainsAnswer(text.String(), q.Answers)}
+	t := Truth{GoldTitles: len(q.GoldTitles), AnswerFound: ContainsAnswer(text.String(), q.Answers),
+		AnswerExpected: AnswerExpected(q), GoldFacts: len(q.SupportingFacts)}
 	for _, g := range q.GoldTitles {
 		if titles[g] {
 			t.TitlesFound++
@@ -185,12 +232,27 @@ func JudgeTruth(q Question, evidence []Evidence) Truth {
 			t.MissingTitles = append(t.MissingTitles, g)
 		}
 	}
-	t.Complete = t.GoldTitles > 0 && t.TitlesFound == t.GoldTitles && t.AnswerFound
+	for _, f := range q.SupportingFacts {
+		if sentences[sentence{f.Title, f.Sentence}] {
+			t.FactsFound++
+		} else {
+			t.MissingFacts = append(t.MissingFacts, f)
+		}
+	}
+	switch {
+	case t.AnswerExpected:
+		t.Evidenced = t.AnswerFound
+	case t.GoldFacts > 0:
+		t.Evidenced = t.FactsFound == t.GoldFacts
+	default:
+		t.Evidenced = t.GoldTitles > 0 && t.TitlesFound == t.GoldTitles
+	}
 	if t.GoldTitles > 0 {
 		switch c := t.Coverage(); {
-		case c >= StrongPositiveTitles && t.AnswerFound:
+		case c >= StrongPositiveTitles && t.Evidenced:
 			t.Strength = StrongPositive
-		case c <= StrongNegativeTitles && !t.AnswerFound:
+			t.Complete = true
+		case c <= StrongNegativeTitles && !t.Evidenced:
 			t.Strength = StrongNegative
 		}
 	}

@@ -52,33 +52,60 @@ func TestContainsAnswer(t *testing.T) {
 }
 
 func TestJudgeTruth(t *testing.T) {
-	q := Question{ID: "q", Answers: []string{"Standafield"}, GoldTitles: []string{"Film", "Director"}}
-	ev := func(title, text string) Evidence { return Evidence{DocID: title, Title: title, Text: text} }
+	q := Question{ID: "q", Text: "Where was the director of Film born?", Answers: []string{"Standafield"}, GoldTitles: []string{"Film", "Director"}}
+	ev := func(title string, index int32, text string) Evidence {
+		return Evidence{DocID: title, Title: title, Index: index, Text: text}
+	}
+	four := Question{Text: "Who is the grandfather of the wife of X?", Answers: []string{"Zed"}, GoldTitles: []string{"A", "B", "C", "D"}}
+	yesNo := Question{Text: "Are Film and Other both American?", Answers: []string{"yes"}, GoldTitles: []string{"Film", "Other"},
+		SupportingFacts: []SupportingFact{{Title: "Film", Sentence: 1}, {Title: "Other", Sentence: 0}}}
+	comparison := Question{Text: "Which film came out first, Film or Other?", Answers: []string{"Film"}, Type: "comparison",
+		GoldTitles: []string{"Film", "Other"}}
 	tests := []struct {
 		name     string
 		q        Question
 		evidence []Evidence
 		want     Truth
 	}{
-		{"empty", q, nil, Truth{GoldTitles: 2, MissingTitles: []string{"Film", "Director"}, Strength: StrongNegative}},
-		{"one title, no answer", q, []Evidence{ev("Film", "Directed by Ann.")},
-			Truth{GoldTitles: 2, TitlesFound: 1, MissingTitles: []string{"Director"}}},
-		{"one title with the answer (50% < 70%)", q, []Evidence{ev("Film", "Shot in Standafield.")},
-			Truth{GoldTitles: 2, TitlesFound: 1, MissingTitles: []string{"Director"}, AnswerFound: true}},
-		{"all titles and the answer", q, []Evidence{ev("Film", "Directed by Ann."), ev("Director", "Ann was born in Standafield.")},
-			Truth{GoldTitles: 2, TitlesFound: 2, AnswerFound: true, Complete: true, Strength: StrongPositive}},
-		{"all titles, no answer", q, []Evidence{ev("Film", "x."), ev("Director", "y.")},
-			Truth{GoldTitles: 2, TitlesFound: 2}},
-		{"answer elsewhere, no title", q, []Evidence{ev("Other", "Standafield is a city.")},
-			Truth{GoldTitles: 2, MissingTitles: []string{"Film", "Director"}, AnswerFound: true}},
-		{"no gold titles", Question{Answers: []string{"x"}}, []Evidence{ev("A", "x")},
-			Truth{AnswerFound: true}},
+		{"empty", q, nil, Truth{GoldTitles: 2, MissingTitles: []string{"Film", "Director"}, AnswerExpected: true, Strength: StrongNegative}},
+		{"one title, no answer", q, []Evidence{ev("Film", 0, "Directed by Ann.")},
+			Truth{GoldTitles: 2, TitlesFound: 1, MissingTitles: []string{"Director"}, AnswerExpected: true}},
+		{"one title with the answer (50% < 70%)", q, []Evidence{ev("Film", 0, "Shot in Standafield.")},
+			Truth{GoldTitles: 2, TitlesFound: 1, MissingTitles: []string{"Director"}, AnswerFound: true, AnswerExpected: true, Evidenced: true}},
+		{"all titles and the answer", q, []Evidence{ev("Film", 0, "Directed by Ann."), ev("Director", 0, "Ann was born in Standafield.")},
+			Truth{GoldTitles: 2, TitlesFound: 2, AnswerFound: true, AnswerExpected: true, Evidenced: true, Complete: true, Strength: StrongPositive}},
+		{"all titles, no answer", q, []Evidence{ev("Film", 0, "x."), ev("Director", 0, "y.")},
+			Truth{GoldTitles: 2, TitlesFound: 2, AnswerExpected: true}},
+		{"answer elsewhere, no title", q, []Evidence{ev("Other", 0, "Standafield is a city.")},
+			Truth{GoldTitles: 2, MissingTitles: []string{"Film", "Director"}, AnswerFound: true, AnswerExpected: true, Evidenced: true}},
+		{"no gold titles", Question{Answers: []string{"x"}}, []Evidence{ev("A", 0, "x")},
+			Truth{AnswerFound: true, AnswerExpected: true, Evidenced: true}},
+		// Three of four titles (75%) with the answer: complete, as the
+		// filter's strong positive, so that teacher and filter agree.
+		{"three of four titles and the answer", four, []Evidence{ev("A", 0, "a"), ev("B", 0, "b"), ev("C", 0, "Zed.")},
+			Truth{GoldTitles: 4, TitlesFound: 3, MissingTitles: []string{"D"}, AnswerFound: true, AnswerExpected: true,
+				Evidenced: true, Complete: true, Strength: StrongPositive}},
+		{"two of four titles and the answer", four, []Evidence{ev("A", 0, "a"), ev("C", 0, "Zed.")},
+			Truth{GoldTitles: 4, TitlesFound: 2, MissingTitles: []string{"B", "D"}, AnswerFound: true, AnswerExpected: true, Evidenced: true}},
+		// Yes/no: the supporting sentences, not the word "yes".
+		{"yes/no with every supporting sentence", yesNo, []Evidence{ev("Film", 1, "Film is American."), ev("Other", 0, "Other is American.")},
+			Truth{GoldTitles: 2, TitlesFound: 2, GoldFacts: 2, FactsFound: 2, Evidenced: true, Complete: true, Strength: StrongPositive}},
+		{"yes/no with the titles but another sentence", yesNo, []Evidence{ev("Film", 0, "Film is a film. Yes."), ev("Other", 0, "Other is American.")},
+			Truth{GoldTitles: 2, TitlesFound: 2, GoldFacts: 2, FactsFound: 1, MissingFacts: []SupportingFact{{Title: "Film", Sentence: 1}}, AnswerFound: true}},
+		// Comparison without supporting sentences: both gold titles.
+		{"comparison, one side", comparison, []Evidence{ev("Film", 0, "Film came out in 1990.")},
+			Truth{GoldTitles: 2, TitlesFound: 1, MissingTitles: []string{"Other"}, AnswerFound: true}},
+		{"comparison, both sides", comparison, []Evidence{ev("Film", 0, "1990."), ev("Other", 0, "1995.")},
+			Truth{GoldTitles: 2, TitlesFound: 2, Evidenced: true, Complete: true, Strength: StrongPositive}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := JudgeTruth(tc.q, tc.evidence)
 			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got.Complete != (got.Strength == StrongPositive) {
+				t.Errorf("complete %v but strength %v: a strong positive must be exactly a complete state", got.Complete, got.Strength)
 			}
 		})
 	}
@@ -90,14 +117,35 @@ func TestJudgeTruth(t *testing.T) {
 		title := string(rune('A' + i))
 		many.GoldTitles = append(many.GoldTitles, title)
 		if i < 7 {
-			evidence = append(evidence, ev(title, "z"))
+			evidence = append(evidence, ev(title, 0, "z"))
 		}
 	}
 	if got := JudgeTruth(many, evidence).Strength; got != StrongPositive {
 		t.Errorf("7/10 titles with the answer: got %v, want %v", got, StrongPositive)
 	}
-	if got := JudgeTruth(many, []Evidence{ev("A", "nothing")}).Strength; got != StrongNegative {
+	if got := JudgeTruth(many, []Evidence{ev("A", 0, "nothing")}).Strength; got != StrongNegative {
 		t.Errorf("1/10 titles without the answer: got %v, want %v", got, StrongNegative)
+	}
+}
+
+func TestAnswerExpected(t *testing.T) {
+	tests := []struct {
+		name string
+		q    Question
+		want bool
+	}{
+		{"entity answer", Question{Text: "Who directed Film?", Answers: []string{"Ann Lee"}}, true},
+		{"yes", Question{Text: "Is Film American?", Answers: []string{"Yes"}}, false},
+		{"no among aliases", Question{Text: "Is Film American?", Answers: []string{"No.", "nope"}}, false},
+		{"comparison type", Question{Text: "Which is older?", Answers: []string{"Alpha"}, Type: "comparison"}, false},
+		{"2wiki bridge comparison", Question{Text: "Which film has the director born first?", Answers: []string{"Beta"}, Type: "bridge_comparison"}, false},
+		{"answer named in the question", Question{Text: "Which came out first, Alpha or Beta?", Answers: []string{"Beta"}}, false},
+		{"answer inside a word of the question", Question{Text: "Who wrote Betamax?", Answers: []string{"Beta"}}, true},
+	}
+	for _, tt := range tests {
+		if got := AnswerExpected(tt.q); got != tt.want {
+			t.Errorf("%s: AnswerExpected = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -22,11 +23,14 @@ import (
 
 // Names of what a benchmark writes in its output directory.
 const (
-	VariantsDir  = "variants"
-	ReportJSON   = "report.json"
-	ReportMD     = "report.md"
-	TracesHTML   = "traces.html"
-	DefaultLimit = 1000
+	VariantsDir = "variants"
+	ReportJSON  = "report.json"
+	ReportMD    = "report.md"
+	TracesHTML  = "traces.html"
+	// PaperLimit is the number of questions the method's reference
+	// evaluation runs (its first 1,000 unique questions); Limit is 0, every
+	// question, unless set to it.
+	PaperLimit = 1000
 )
 
 // Options configure Run.
@@ -44,8 +48,8 @@ type Options struct {
 	// Variants to run (default: every variant the setup can build).
 	Variants []string
 	Out      string
-	// Limit keeps the first Limit unique question ids (default 1000, as
-	// the reference evaluation; negative for all).
+	// Limit, when positive, keeps the first Limit unique question ids
+	// (PaperLimit as the reference evaluation); 0 runs every question.
 	Limit int
 	// Workers per variant (default runner.DefaultWorkers); Parallel
 	// variants at once (default all).
@@ -66,6 +70,13 @@ type Options struct {
 	Version  string
 	// Paper holds reference EM/F1 to print beside, by variant.
 	Paper map[string][2]float64
+	// Scoring is how EM and F1 treat empty answers (default: the method's
+	// reference, ScoringReference).
+	Scoring Scoring
+	// JudgeTraining, when the judge was trained, says on which questions:
+	// the benchmark warns, in its log and its report, when its own
+	// questions are among them.
+	JudgeTraining *JudgeTraining
 }
 
 // Errors that callers branch on.
@@ -117,6 +128,13 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	if err := os.MkdirAll(filepath.Join(opts.Out, VariantsDir), 0o755); err != nil {
 		return Summary{}, err
+	}
+	if opts.JudgeTraining != nil {
+		ids, err := opts.selected()
+		if err != nil {
+			return Summary{}, err
+		}
+		opts.JudgeTraining.leakage(ids).warn(log, "before running")
 	}
 
 	runs := make([]runner.Summary, len(variants))
@@ -191,11 +209,8 @@ func (o *Options) check() error {
 		}
 		seen[name] = true
 	}
-	if o.Limit == 0 {
-		o.Limit = DefaultLimit
-	}
 	if o.Limit < 0 {
-		o.Limit = 0
+		return bad("negative limit")
 	}
 	if o.Parallel == 0 {
 		o.Parallel = len(o.Variants)
@@ -203,22 +218,49 @@ func (o *Options) check() error {
 	return nil
 }
 
-// report measures the variants' runs and writes the reports.
+// report measures the variants' runs and writes the reports. It streams
+// each variant's trajectories one question at a time into the metrics, the
+// scores and the trace pages, so that its memory does not grow with them.
 func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, error) {
-	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper}
-	tr := Traces{Title: "distill bench: " + o.Dataset}
+	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper, Scoring: o.Scoring.orDefault()}
+	tw, err := NewTraceWriter(o.Out, "distill bench: "+o.Dataset)
+	if err != nil {
+		return Summary{}, err
+	}
+	defer tw.Abort() // nothing left to remove once Close succeeded
+	scores := map[string][]ScoreRow{}
+	var names []string
 	for i, v := range variants {
-		states, err := data.ReadParquet[data.State](runs[i].Trajectories)
+		if err := tw.StartVariant(v.Name); err != nil {
+			return Summary{}, err
+		}
+		sc := newScorer(o.ByID, o.Scoring)
+		err := eachQuestion(runs[i].Trajectories, func(rows []data.State) error {
+			res, err := sc.add(rows)
+			if err != nil {
+				return err
+			}
+			scores[v.Name] = append(scores[v.Name], scoreRow(v.Name, res))
+			return tw.Add(traceQuestion(res, rows, o.ByID[res.ID]))
+		})
 		if err != nil {
 			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
-		m, results, err := Compute(states, o.ByID, runs[i].Usage)
-		if err != nil {
-			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
-		}
+		m := sc.metrics(runs[i].Usage)
 		r.Questions = max(r.Questions, m.Questions)
 		r.Variants = append(r.Variants, VariantReport{Name: v.Name, Description: v.Description, Metrics: m, Roles: rolesOf(runs[i].Report)})
-		tr.Variants = append(tr.Variants, traceVariant(v.Name, results, states, o.ByID))
+		names = append(names, v.Name)
+	}
+	if r.Paired = PairedAgainstBaseline(names, scores); r.Paired != nil {
+		r.Bootstrap = bootstrapSettings()
+	}
+	if o.JudgeTraining != nil {
+		r.Leakage = o.JudgeTraining.leakage(benchmarkIDs(names, scores))
+		log := o.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		r.Leakage.warn(log, "in the report")
 	}
 	var files []string
 	write := func(name string, fn func(w *bytes.Buffer) error) error {
@@ -232,21 +274,118 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		files = append(files, name)
 		return nil
 	}
+	if err := write(ScoresFile, func(b *bytes.Buffer) error {
+		for _, name := range names {
+			if err := writeScores(b, scores[name]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return Summary{}, err
+	}
 	if err := write(ReportJSON, func(b *bytes.Buffer) error { return WriteJSON(b, r) }); err != nil {
 		return Summary{}, err
 	}
 	if err := write(ReportMD, func(b *bytes.Buffer) error { return WriteMarkdown(b, r) }); err != nil {
 		return Summary{}, err
 	}
-	if err := write(TracesHTML, func(b *bytes.Buffer) error { return WriteTraces(b, tr) }); err != nil {
+	if err := tw.Close(); err != nil {
 		return Summary{}, err
 	}
+	files = append(files, TracesHTML)
 	plots, err := WritePlots(o.Out, r)
 	if err != nil {
 		return Summary{}, err
 	}
-	files = append(files, plots...)
+	for _, p := range plots {
+		files = append(files, filepath.Base(p)) // names in Out, as Summary.Files says
+	}
 	return Summary{Report: r, Files: files}, nil
+}
+
+// selected returns the ids of the questions the variants run: the first
+// Limit unique ids that the Shard holds, as runner selects them.
+func (o *Options) selected() ([]string, error) {
+	seen := map[string]bool{}
+	var ids []string
+	for q, err := range o.Questions {
+		if err != nil {
+			return nil, fmt.Errorf("read questions: %w", err)
+		}
+		if o.Limit > 0 && len(seen) == o.Limit {
+			break
+		}
+		if seen[q.ID] {
+			continue
+		}
+		seen[q.ID] = true
+		if o.Shard.Holds(q.ID) {
+			ids = append(ids, q.ID)
+		}
+	}
+	return ids, nil
+}
+
+// benchmarkIDs returns every question id of the variants' scores, once.
+func benchmarkIDs(names []string, scores map[string][]ScoreRow) []string {
+	seen := map[string]bool{}
+	var ids []string
+	for _, name := range names {
+		for _, s := range scores[name] {
+			if !seen[s.ID] {
+				seen[s.ID] = true
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	return ids
+}
+
+// eachQuestion calls fn with the rows of each question of a trajectories
+// file in turn, reading it in small batches: the rows of a question are
+// together in the file (runner's output is written question by question).
+func eachQuestion(path string, fn func(rows []data.State) error) error {
+	rd, err := data.OpenParquet[data.State](path)
+	if err != nil {
+		return err
+	}
+	defer rd.Close()
+	var cur []data.State
+	buf := make([]data.State, 64)
+	for {
+		clear(buf) // rows read into must be zero (see data.ParquetReader.Read)
+		n, err := rd.Read(buf)
+		for _, s := range buf[:n] {
+			if len(cur) > 0 && cur[0].QuestionID != s.QuestionID {
+				if err := fn(cur); err != nil {
+					return err
+				}
+				cur = nil
+			}
+			cur = append(cur, s)
+		}
+		switch {
+		case err == io.EOF:
+			if len(cur) > 0 {
+				return fn(cur)
+			}
+			return nil
+		case err != nil:
+			return err
+		case n == 0:
+			return fmt.Errorf("read %s: no progress", path)
+		}
+	}
+}
+
+// traceQuestion is a question's result and rows as the trace pages show
+// them, the rows in round order.
+func traceQuestion(res QuestionResult, rows []data.State, q data.Question) TraceQuestion {
+	st := slices.Clone(rows)
+	slices.SortStableFunc(st, func(a, b data.State) int { return int(a.Round) - int(b.Round) })
+	return TraceQuestion{ID: res.ID, Question: q.Text, Golds: q.Answers, Answer: res.Answer, EM: res.EM, F1: res.F1,
+		GoldTitles: q.GoldTitles, Type: q.Type, SupportingFacts: q.SupportingFacts, States: st}
 }
 
 // roleName names a role's implementation for a run's record (a resumed
@@ -279,24 +418,6 @@ func rolesOf(rep runner.Report) map[string]string {
 		}
 	}
 	return out
-}
-
-// traceVariant gathers a variant's questions for traces.html, in the
-// order of its results.
-func traceVariant(name string, results []QuestionResult, states []data.State, byID map[string]data.Question) TraceVariant {
-	rows := make(map[string][]data.State)
-	for _, s := range states {
-		rows[s.QuestionID] = append(rows[s.QuestionID], s)
-	}
-	tv := TraceVariant{Name: name}
-	for _, res := range results {
-		q := byID[res.ID]
-		st := rows[res.ID]
-		slices.SortStableFunc(st, func(a, b data.State) int { return int(a.Round) - int(b.Round) })
-		tv.Questions = append(tv.Questions, TraceQuestion{ID: res.ID, Question: q.Text, Golds: q.Answers, Answer: res.Answer,
-			EM: res.EM, F1: res.F1, GoldTitles: q.GoldTitles, States: st})
-	}
-	return tv
 }
 
 // MergeShards joins the benchmarks that ran the shards of one question set

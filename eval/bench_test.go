@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -26,8 +25,18 @@ import (
 func sampleSetup(t *testing.T) (Setup, *synth.World) {
 	t.Helper()
 	w := synth.Sample()
+	return Setup{
+		Judge: judge.Lexical{}, BaseJudge: judge.Never{}, Extractor: rollout.LexicalExtractor{},
+		Reader: rollout.LexicalReader{}, Retriever: bm25Index(t, w.Passages),
+		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{},
+	}, w
+}
+
+// bm25Index indexes passages in a temporary BM25 index.
+func bm25Index(t *testing.T, passages []data.Passage) *bm25.Index {
+	t.Helper()
 	idx := filepath.Join(t.TempDir(), "index")
-	if _, err := bm25.Build(t.Context(), idx, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
+	if _, err := bm25.Build(t.Context(), idx, data.NewPassageSlice(passages), bm25.BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := bm25.Open(idx)
@@ -35,11 +44,7 @@ func sampleSetup(t *testing.T) (Setup, *synth.World) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { x.Close() })
-	return Setup{
-		Judge: judge.Lexical{}, BaseJudge: judge.Never{}, Extractor: rollout.LexicalExtractor{},
-		Reader: rollout.LexicalReader{}, Retriever: x,
-		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{},
-	}, w
+	return x
 }
 
 func byID(qs []data.Question) map[string]data.Question {
@@ -87,6 +92,13 @@ func TestBenchSample(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+	for _, f := range sum.Files {
+		if filepath.Base(f) != f {
+			t.Errorf("Summary.Files has %q, want a name in the output directory", f)
+		} else if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("Summary.Files: %v", err)
+		}
+	}
 	back, err := ReadReport(filepath.Join(out, ReportJSON))
 	if err != nil || len(back.Variants) != len(sum.Report.Variants) || back.Variants[0].Metrics.EM != sum.Report.Variants[0].Metrics.EM {
 		t.Errorf("report.json round trip: %v", err)
@@ -101,7 +113,8 @@ func TestBenchSample(t *testing.T) {
 		}
 	}
 	// The traces page's numbers are the report's.
-	checkTracesAgree(t, string(html), sum.Report)
+	checkTracesAgree(t, out, sum.Report)
+	checkPaired(t, out, sum.Report, 80)
 	for _, v := range sum.Report.Variants {
 		t.Logf("%-13s EM %5.1f F1 %5.1f rounds %.2f compression %.3f", v.Name, v.Metrics.EM, v.Metrics.F1, v.Metrics.MeanRounds, v.Metrics.Compression.Ratio)
 	}
@@ -171,19 +184,11 @@ func TestBenchFaultyServer(t *testing.T) {
 
 // checkTracesAgree reads the data embedded in traces.html and checks that
 // each variant's questions, EM and F1 are those of the report.
-func checkTracesAgree(t *testing.T, html string, r Report) {
+func checkTracesAgree(t *testing.T, out string, r Report) {
 	t.Helper()
-	const open = `<script type="application/json" id="trace-data">`
-	i := strings.Index(html, open)
-	j := strings.Index(html[i:], "</script>")
-	if i < 0 || j < 0 {
-		t.Fatal("traces.html has no embedded data")
-	}
-	var d traceData
-	raw := html[i+len(open) : i+j]
-	if err := json.Unmarshal([]byte(raw), &d); err != nil {
-		t.Fatalf("embedded data: %v", err)
-	}
+	pages := readTraces(t, out)
+	checkTraceLinks(t, pages)
+	d := pages.data(t)
 	if len(d.Variants) != len(r.Variants) {
 		t.Fatalf("%d variants in the traces, %d in the report", len(d.Variants), len(r.Variants))
 	}
@@ -236,5 +241,62 @@ func TestBenchShardsMerge(t *testing.T) {
 			t.Errorf("merged %s: %d questions EM %.2f F1 %.2f; whole %s: %d, %.2f, %.2f",
 				v.Name, v.Metrics.Questions, v.Metrics.EM, v.Metrics.F1, wv.Name, wv.Metrics.Questions, wv.Metrics.EM, wv.Metrics.F1)
 		}
+	}
+}
+
+// checkPaired checks a benchmark's paired comparisons against its metrics
+// and its scores file, and that bench compare of the benchmark with itself
+// finds no difference.
+func checkPaired(t *testing.T, out string, r Report, questions int) {
+	t.Helper()
+	if len(r.Paired) != len(r.Variants)-1 || r.Bootstrap == nil {
+		t.Fatalf("%d paired comparisons (bootstrap %v) for %d variants, want one per variant but full", len(r.Paired), r.Bootstrap, len(r.Variants))
+	}
+	em := map[string]float64{}
+	for _, v := range r.Variants {
+		em[v.Name] = v.Metrics.EM
+	}
+	for _, p := range r.Paired {
+		if p.Questions != questions || math.Abs(p.EM.Diff-(em[p.Variant]-em["full"])) > 1e-9 {
+			t.Errorf("%s: paired over %d questions, EM Δ %v; want %d and %v", p.Variant, p.Questions, p.EM.Diff, questions, em[p.Variant]-em["full"])
+		}
+		if !(p.EM.Low <= p.EM.Diff && p.EM.Diff <= p.EM.High) {
+			t.Errorf("%s: EM Δ %v outside its interval [%v, %v]", p.Variant, p.EM.Diff, p.EM.Low, p.EM.High)
+		}
+	}
+	bm, err := OpenBenchmark(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Variants {
+		if n := len(bm.Scores[v.Name]); n != questions {
+			t.Errorf("%s: %d rows in %s, want %d", v.Name, n, ScoresFile, questions)
+		}
+	}
+	var b strings.Builder
+	if err := Compare(&b, bm, bm); err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("paired, B-A over the %d questions both ran", questions); !strings.Contains(b.String(), want) ||
+		!strings.Contains(b.String(), "EM 0.0 [95% CI 0.0, 0.0], McNemar p = 1.000: not significant") {
+		t.Errorf("compare of a benchmark with itself lacks the paired lines:\n%s", b.String())
+	}
+}
+
+// TestBenchRunsEveryQuestion: without a limit, a benchmark runs every
+// question, past the 1,000 of the reference evaluation.
+func TestBenchRunsEveryQuestion(t *testing.T) {
+	w, err := synth.Generate(synth.Config{Seed: 3, Questions: PaperLimit + 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup := Setup{Judge: judge.Lexical{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: bm25Index(t, w.Passages)}
+	sum, err := Run(t.Context(), Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Setup: setup,
+		Out: filepath.Join(t.TempDir(), "bench"), Variants: []string{"single-round"}, Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sum.Report.Variants[0].Metrics.Questions; got != PaperLimit+30 {
+		t.Errorf("got %d questions, want all %d", got, PaperLimit+30)
 	}
 }

@@ -3,6 +3,8 @@ package eval
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,12 +12,43 @@ import (
 	"time"
 )
 
-// Compare writes the difference between two reports: for every variant
+// Benchmark is a benchmark's report and, when its directory has them, the
+// per-question scores (ScoresFile) that paired comparisons need.
+type Benchmark struct {
+	Report Report
+	// Scores are grouped by variant; nil without a scores file.
+	Scores map[string][]ScoreRow
+}
+
+// OpenBenchmark reads a benchmark from its directory, or from its
+// report.json with the scores file beside it when there is one.
+func OpenBenchmark(path string) (Benchmark, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, ReportJSON)
+	}
+	r, err := ReadReport(path)
+	if err != nil {
+		return Benchmark{}, err
+	}
+	bm := Benchmark{Report: r}
+	scores := filepath.Join(filepath.Dir(path), ScoresFile)
+	if _, err := os.Stat(scores); err == nil {
+		if bm.Scores, err = ReadScores(scores); err != nil {
+			return Benchmark{}, err
+		}
+	}
+	return bm, nil
+}
+
+// Compare writes the difference between two benchmarks: for every variant
 // present in both (matched by name, in a's order), each metric of a, of b,
-// and b - a, in aligned columns; then the variants only one report has.
-// Numbers are shown at report.md's precision, and the difference is that of
-// the numbers shown.
-func Compare(w io.Writer, a, b Report) error {
+// and b - a, in aligned columns, and, when both have per-question scores,
+// the paired comparison of b's variant with a's over the questions both
+// ran (ComparePaired); then the variants only one report has. Numbers are
+// shown at report.md's precision, and the difference is that of the
+// numbers shown.
+func Compare(w io.Writer, ba, bb Benchmark) error {
+	a, b := ba.Report, bb.Report
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "A: %s\n", describe(a))
 	fmt.Fprintf(tw, "B: %s\n", describe(b))
@@ -47,6 +80,10 @@ func Compare(w io.Writer, a, b Report) error {
 			x, y := num(m.get(va.Metrics), m.prec), num(m.get(vb.Metrics), m.prec)
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.name, x, y, difference(x, y, m.prec))
 		}
+		sa, sb := ba.Scores[va.Name], bb.Scores[va.Name]
+		if len(sa) > 0 && len(sb) > 0 {
+			writePairedLines(tw, ComparePaired(sa, sb), len(sa), len(sb))
+		}
 	}
 	for _, n := range bn {
 		if !slices.Contains(an, n) && !slices.Contains(onlyB, n) {
@@ -63,6 +100,30 @@ func Compare(w io.Writer, a, b Report) error {
 		return fmt.Errorf("compare reports: %w", err)
 	}
 	return nil
+}
+
+// writePairedLines shows a paired comparison of B with A in words.
+func writePairedLines(w io.Writer, p Paired, na, nb int) {
+	level := num(100*(1-Confidence), 0) + "%"
+	fmt.Fprintf(w, "  paired, B-A over the %d questions both ran", p.Questions)
+	if p.Questions < na || p.Questions < nb {
+		fmt.Fprintf(w, " (A ran %d, B %d)", na, nb)
+	}
+	fmt.Fprintf(w, ":\n    EM %s [95%% CI %s, %s], McNemar %s: %s\n", signed(p.EM.Diff, precPercent),
+		signed(p.EM.Low, precPercent), signed(p.EM.High, precPercent), pWords(p.McNemarP), significance(p.EM.Significant, level))
+	fmt.Fprintf(w, "    F1 %s [95%% CI %s, %s]: %s\n", signed(p.F1.Diff, precPercent),
+		signed(p.F1.Low, precPercent), signed(p.F1.High, precPercent), significance(p.F1.Significant, level))
+	fmt.Fprintf(w, "    B better on %d questions, worse on %d, the same on %d (F1); exact answers won %d, lost %d\n",
+		p.Won, p.Lost, p.Tied, p.EMWon, p.EMLost)
+	for _, d := range []struct {
+		name string
+		d    *Difference
+	}{{"FP rate", p.FalsePositiveRate}, {"complete judged insufficient", p.CompleteJudgedInsufficient}} {
+		if d.d != nil {
+			fmt.Fprintf(w, "    %s %s [95%% CI %s, %s]: %s\n", d.name, signed(d.d.Diff, precRate),
+				signed(d.d.Low, precRate), signed(d.d.High, precRate), significance(d.d.Significant, level))
+		}
+	}
 }
 
 // describe is the one-line summary of a report Compare starts with.
@@ -89,12 +150,5 @@ func difference(x, y string, prec int) string {
 	if errx != nil || erry != nil {
 		return "?"
 	}
-	d := num(fy-fx, prec)
-	if f, _ := strconv.ParseFloat(d, 64); f == 0 {
-		return num(0, prec)
-	}
-	if !strings.HasPrefix(d, "-") {
-		d = "+" + d
-	}
-	return d
+	return signed(fy-fx, prec)
 }

@@ -16,7 +16,7 @@ func TestCompare(t *testing.T) {
 	b.Variants[0].Metrics.Latency.Question.Median = 0.24
 	b.Variants[1].Name = "summarize"
 	var out bytes.Buffer
-	if err := Compare(&out, a, b); err != nil {
+	if err := Compare(&out, Benchmark{Report: a}, Benchmark{Report: b}); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Golden(t, "compare.txt.golden", out.String())
@@ -74,7 +74,7 @@ func TestCompare(t *testing.T) {
 func TestCompareDifferentDatasets(t *testing.T) {
 	a, b := Report{Dataset: "hotpotqa"}, Report{Dataset: "2wikimultihopqa"}
 	var out bytes.Buffer
-	if err := Compare(&out, a, b); err != nil {
+	if err := Compare(&out, Benchmark{Report: a}, Benchmark{Report: b}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "different datasets") {
@@ -99,5 +99,27 @@ func TestDifference(t *testing.T) {
 		if got := difference(tt.x, tt.y, tt.prec); got != tt.want {
 			t.Errorf("difference(%s, %s, %d) = %q, want %q", tt.x, tt.y, tt.prec, got, tt.want)
 		}
+	}
+}
+
+func TestComparePairedScores(t *testing.T) {
+	a, b := testReport(t), testReport(t)
+	sa := map[string][]ScoreRow{"full": rows("full", []float64{1, 0, 0}, []float64{1, 0, 0.5})}
+	sb := map[string][]ScoreRow{"full": rows("full", []float64{1, 1, 0, 1}, []float64{1, 1, 0.5, 1})}
+	var out bytes.Buffer
+	if err := Compare(&out, Benchmark{Report: a, Scores: sa}, Benchmark{Report: b, Scores: sb}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"paired, B-A over the 3 questions both ran (A ran 3, B 4):",
+		"EM +33.3 [95% CI 0.0, +100.0], McNemar p = 1.000: not significant at the 5% level",
+		"B better on 1 questions, worse on 0, the same on 2 (F1); exact answers won 1, lost 0",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "variant no-judge\n") && strings.Count(out.String(), "paired,") != 1 {
+		t.Errorf("only full has scores in both, want one paired block:\n%s", out.String())
 	}
 }

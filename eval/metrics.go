@@ -11,42 +11,103 @@ import (
 	"github.com/distill-rag/distill/llm"
 )
 
-// EM is SQuAD v1.1's exact match of a prediction against the gold answers:
-// 1 when the normalised prediction (data.NormalizeAnswer) equals one
-// normalised gold answer, else 0. Without gold answers it is 0 (the official
-// script would fail). As in the official script, a prediction and a gold
-// answer that both normalise to the empty string match.
-func EM(prediction string, golds []string) float64 {
-	p := data.NormalizeAnswer(prediction)
-	for _, g := range golds {
-		if data.NormalizeAnswer(g) == p {
-			return 1
-		}
+// Scoring names how the answer metrics treat the one case where the
+// method's reference evaluation and SQuAD v1.1's official script differ: a
+// prediction and a gold answer that both normalise to the empty string
+// (such as "the" against "a", or "" against "").
+type Scoring string
+
+const (
+	// ScoringReference is the method's reference evaluation and distill's
+	// default: a prediction and a gold answer that both normalise to the
+	// empty string have F1, precision and recall 1 (as SQuAD v2.0's script
+	// scores two empty answers); one empty side alone scores 0.
+	ScoringReference Scoring = "reference"
+	// ScoringSQuAD is SQuAD v1.1's official script: F1 is 0 whenever no
+	// token overlaps, so two empty answers score F1 0 (EM is still 1).
+	ScoringSQuAD Scoring = "squad"
+)
+
+// Scorings lists the scoring conventions, the default first.
+func Scorings() []Scoring { return []Scoring{ScoringReference, ScoringSQuAD} }
+
+// ParseScoring returns the scoring named s; the empty string is the
+// default, ScoringReference.
+func ParseScoring(s string) (Scoring, error) {
+	if s == "" {
+		return ScoringReference, nil
 	}
-	return 0
+	if sc := Scoring(strings.ToLower(strings.TrimSpace(s))); slices.Contains(Scorings(), sc) {
+		return sc, nil
+	}
+	return "", fmt.Errorf("unknown scoring %q (valid: %s, %s)", s, ScoringReference, ScoringSQuAD)
 }
 
-// F1 is SQuAD v1.1's token F1 of a prediction, the maximum over the gold
-// answers: the tokens are the words of the normalised strings, their
-// overlap is the multiset intersection, and the score is 0 when nothing
-// overlaps, so an empty prediction (or gold answer) scores 0, even against
-// an empty gold answer (v1.1 behaviour; v2.0 would give 1 there). Without
-// gold answers it is 0. HotpotQA's script additionally zeroes yes/no
-// answers that differ; this does not.
-func F1(prediction string, golds []string) float64 {
-	pred := strings.Fields(data.NormalizeAnswer(prediction))
-	best := 0.0
+// orDefault returns s, or ScoringReference when s is empty.
+func (s Scoring) orDefault() Scoring {
+	if s == "" {
+		return ScoringReference
+	}
+	return s
+}
+
+// AnswerScore is one prediction scored against its gold answers, each
+// number in [0, 1]. Precision and recall are those of the gold answer that
+// gives the best F1 (the first of them on a tie).
+type AnswerScore struct {
+	EM        float64 `json:"em"`
+	F1        float64 `json:"f1"`
+	Precision float64 `json:"precision"`
+	Recall    float64 `json:"recall"`
+}
+
+// ScoreAnswer scores a prediction against the gold answers: the SQuAD
+// normalisation (data.NormalizeAnswer), EM 1 when the normalised
+// prediction equals one normalised gold answer, F1 the maximum over the
+// gold answers of the token F1 (the words of the normalised strings, their
+// overlap the multiset intersection). Without gold answers every score is
+// 0. s chooses how two empty answers score (see Scoring; "" is the
+// default). HotpotQA's script additionally zeroes yes/no answers that
+// differ; this does not.
+func ScoreAnswer(prediction string, golds []string, s Scoring) AnswerScore {
+	p := data.NormalizeAnswer(prediction)
+	pred := strings.Fields(p)
+	var best AnswerScore
 	for _, g := range golds {
-		if f := tokenF1(pred, strings.Fields(data.NormalizeAnswer(g))); f > best {
-			best = f
+		ng := data.NormalizeAnswer(g)
+		if ng == p {
+			best.EM = 1
+		}
+		f, prec, rec := tokenF1(pred, strings.Fields(ng), s.orDefault())
+		if f > best.F1 {
+			best.F1, best.Precision, best.Recall = f, prec, rec
 		}
 	}
 	return best
 }
 
-// tokenF1 computes F1 with the official script's operations in its order,
-// so that the floating-point results are the same.
-func tokenF1(pred, gold []string) float64 {
+// EM is the exact match of a prediction against the gold answers (see
+// ScoreAnswer): 1 or 0, the same under every Scoring. As in the official
+// script, a prediction and a gold answer that both normalise to the empty
+// string match.
+func EM(prediction string, golds []string) float64 {
+	return ScoreAnswer(prediction, golds, ScoringReference).EM
+}
+
+// F1 is the token F1 of a prediction, the maximum over the gold answers,
+// under the method's reference scoring (ScoringReference; ScoreAnswer
+// takes the scoring as a parameter).
+func F1(prediction string, golds []string) float64 {
+	return ScoreAnswer(prediction, golds, ScoringReference).F1
+}
+
+// tokenF1 computes F1, precision and recall with the official scripts'
+// operations in their order, so that the floating-point results are the
+// same to the last bit.
+func tokenF1(pred, gold []string, s Scoring) (f1, precision, recall float64) {
+	if len(pred) == 0 && len(gold) == 0 && s == ScoringReference {
+		return 1, 1, 1
+	}
 	counts := make(map[string]int, len(gold))
 	for _, t := range gold {
 		counts[t]++
@@ -59,11 +120,11 @@ func tokenF1(pred, gold []string) float64 {
 		}
 	}
 	if same == 0 {
-		return 0
+		return 0, 0, 0
 	}
-	precision := float64(same) / float64(len(pred))
-	recall := float64(same) / float64(len(gold))
-	return (2 * precision * recall) / (precision + recall)
+	precision = 1.0 * float64(same) / float64(len(pred))
+	recall = 1.0 * float64(same) / float64(len(gold))
+	return (2 * precision * recall) / (precision + recall), precision, recall
 }
 
 // The reasons a question's loop ended.
@@ -127,6 +188,9 @@ type QuestionResult struct {
 	Premature bool `json:"premature"`
 	// Judgments are the calibration points of the question's judge calls.
 	Judgments []Judgment `json:"judgments"`
+	// gapCategories are the normalised categories of the gap items of its
+	// judge calls.
+	gapCategories []string
 }
 
 // Judgment is one judge call set against retrieval truth: what the judge
@@ -242,40 +306,76 @@ type Spread struct {
 // trajectories file; rows are grouped by QuestionID (results come in the
 // order questions first appear) and ordered by Round within a question.
 // Every question id must be in questions and have one final row. usage is
-// the variant's accounting, copied into the metrics.
-func Compute(states []data.State, questions map[string]data.Question, usage []llm.Stats) (Metrics, []QuestionResult, error) {
+// the variant's accounting, copied into the metrics. scoring chooses how EM
+// and F1 treat empty answers ("" is the method's reference, see Scoring).
+func Compute(states []data.State, questions map[string]data.Question, usage []llm.Stats, scoring Scoring) (Metrics, []QuestionResult, error) {
 	var order []string
 	groups := make(map[string][]data.State)
 	for _, s := range states {
-		if s.QuestionID == "" {
-			return Metrics{}, nil, fmt.Errorf("compute metrics: a row has no question id")
-		}
 		if _, ok := groups[s.QuestionID]; !ok {
-			if _, ok := questions[s.QuestionID]; !ok {
-				return Metrics{}, nil, fmt.Errorf("compute metrics: question %s is not among the questions given", s.QuestionID)
-			}
 			order = append(order, s.QuestionID)
 		}
 		groups[s.QuestionID] = append(groups[s.QuestionID], s)
 	}
-	results := make([]QuestionResult, 0, len(order))
+	sc := newScorer(questions, scoring)
 	for _, id := range order {
-		r, err := scoreQuestion(questions[id], groups[id])
-		if err != nil {
-			return Metrics{}, nil, fmt.Errorf("compute metrics: question %s: %w", id, err)
+		if _, err := sc.add(groups[id]); err != nil {
+			return Metrics{}, nil, err
 		}
-		results = append(results, r)
 	}
-	m := aggregate(results, groups)
+	return sc.metrics(usage), sc.results, nil
+}
+
+// scorer scores a variant's questions one at a time, so that a benchmark
+// can stream its trajectories instead of holding them.
+type scorer struct {
+	questions map[string]data.Question
+	scoring   Scoring
+	results   []QuestionResult
+	seen      map[string]bool
+}
+
+func newScorer(questions map[string]data.Question, scoring Scoring) *scorer {
+	return &scorer{questions: questions, scoring: scoring, seen: map[string]bool{}}
+}
+
+// add scores the rows of one question (all of them, in any order).
+func (s *scorer) add(rows []data.State) (QuestionResult, error) {
+	if len(rows) == 0 {
+		return QuestionResult{}, nil
+	}
+	id := rows[0].QuestionID
+	switch {
+	case id == "":
+		return QuestionResult{}, fmt.Errorf("compute metrics: a row has no question id")
+	case s.seen[id]:
+		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: its rows are not together", id)
+	}
+	q, ok := s.questions[id]
+	if !ok {
+		return QuestionResult{}, fmt.Errorf("compute metrics: question %s is not among the questions given", id)
+	}
+	s.seen[id] = true
+	r, err := scoreQuestion(q, rows, s.scoring)
+	if err != nil {
+		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: %w", id, err)
+	}
+	s.results = append(s.results, r)
+	return r, nil
+}
+
+// metrics aggregates the questions added so far, with usage.
+func (s *scorer) metrics(usage []llm.Stats) Metrics {
+	m := aggregate(s.results)
 	m.Usage = append([]llm.Stats{}, usage...)
 	for _, u := range usage {
 		m.CostUSD += u.CostUSD
 	}
-	return m, results, nil
+	return m
 }
 
 // scoreQuestion scores one question's rows.
-func scoreQuestion(q data.Question, rows []data.State) (QuestionResult, error) {
+func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (QuestionResult, error) {
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b data.State) int { return cmp.Compare(a.Round, b.Round) })
 	var final, latest *data.State
@@ -300,6 +400,9 @@ func scoreQuestion(q data.Question, rows []data.State) (QuestionResult, error) {
 		}
 		latest = s
 		r.States++
+		for _, g := range s.GapItems {
+			r.gapCategories = append(r.gapCategories, data.NormalizeCategory(g.Category))
+		}
 		j := Judgment{Round: int(s.Round), JudgedSufficient: s.Sufficient, Measured: len(q.GoldTitles) > 0}
 		if j.Measured {
 			j.GoldComplete = data.JudgeTruth(q, s.Evidence).Complete
@@ -313,8 +416,8 @@ func scoreQuestion(q data.Question, rows []data.State) (QuestionResult, error) {
 	if r.Failure == "" {
 		latest = final
 		r.Answer = final.Answer
-		r.EM = EM(final.Answer, q.Answers)
-		r.F1 = F1(final.Answer, q.Answers)
+		sc := ScoreAnswer(final.Answer, q.Answers, scoring)
+		r.EM, r.F1 = sc.EM, sc.F1
 		r.EndReason = EndBudget
 		if final.Sufficient {
 			r.EndReason = EndSufficient
@@ -352,9 +455,8 @@ func scoreQuestion(q data.Question, rows []data.State) (QuestionResult, error) {
 	return r, nil
 }
 
-// aggregate turns per-question results (and their rows, for the gap items)
-// into Metrics, without usage.
-func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics {
+// aggregate turns per-question results into Metrics, without usage.
+func aggregate(results []QuestionResult) Metrics {
 	m := Metrics{
 		Questions:     len(results),
 		EndReasons:    make(map[string]int),
@@ -388,13 +490,8 @@ func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics
 				correct++
 			}
 		}
-		for _, s := range groups[r.ID] {
-			if s.Failure != "" {
-				continue
-			}
-			for _, g := range s.GapItems {
-				m.GapCategories[data.NormalizeCategory(g.Category)]++
-			}
+		for _, c := range r.gapCategories {
+			m.GapCategories[c]++
 		}
 		for _, j := range r.Judgments {
 			if !j.Measured {
@@ -402,16 +499,7 @@ func aggregate(results []QuestionResult, groups map[string][]data.State) Metrics
 				continue
 			}
 			cal.States++
-			switch {
-			case j.JudgedSufficient && j.GoldComplete:
-				cal.Confusion.TP++
-			case j.JudgedSufficient:
-				cal.Confusion.FP++
-			case j.GoldComplete:
-				cal.Confusion.FN++
-			default:
-				cal.Confusion.TN++
-			}
+			cal.Confusion.add(j)
 		}
 		if r.Failure != "" {
 			m.Failed++

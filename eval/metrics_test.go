@@ -1,7 +1,9 @@
 package eval
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -40,8 +42,10 @@ func TestEMF1(t *testing.T) {
 		{"prediction only articles", "the", []string{"Paris"}, 0, 0},
 		{"no golds", "Paris", nil, 0, 0},
 		{"empty prediction, no golds", "", nil, 0, 0},
-		// SQuAD v1.1: equal empty strings match, but no tokens overlap.
-		{"both normalise to empty", "the", []string{"a"}, 1, 0},
+		// The reference: equal empty strings match, and score F1 1.
+		{"both normalise to empty", "the", []string{"a"}, 1, 1},
+		{"both empty", "", []string{""}, 1, 1},
+		{"empty gold only", "Paris", []string{""}, 0, 0},
 		{"partial: recall 2/3", "New York", []string{"New York City"}, 0, 4.0 / 5},
 		{"partial: precision 3/4", "the cat sat on the mat", []string{"a cat on a mat"}, 0, 6.0 / 7},
 		{"repeated tokens count once", "Paris Paris", []string{"Paris"}, 0, 2.0 / 3},
@@ -57,6 +61,86 @@ func TestEMF1(t *testing.T) {
 				t.Errorf("F1(%q, %q) = %v, want %v", tt.prediction, tt.golds, got, tt.f1)
 			}
 		})
+	}
+}
+
+func TestScoreAnswerScorings(t *testing.T) {
+	tests := []struct {
+		name       string
+		prediction string
+		golds      []string
+		scoring    Scoring
+		want       AnswerScore
+	}{
+		{"reference: both empty", "the", []string{"a"}, ScoringReference, AnswerScore{EM: 1, F1: 1, Precision: 1, Recall: 1}},
+		{"default is the reference", "", []string{""}, "", AnswerScore{EM: 1, F1: 1, Precision: 1, Recall: 1}},
+		{"squad: both empty", "the", []string{"a"}, ScoringSQuAD, AnswerScore{EM: 1}},
+		{"squad: partial", "New York", []string{"New York City"}, ScoringSQuAD, AnswerScore{F1: 4.0 / 5, Precision: 1, Recall: 2.0 / 3}},
+		{"precision and recall of the best gold", "John Smith", []string{"Smith", "John Smith Jr"}, ScoringReference,
+			AnswerScore{F1: 4.0 / 5, Precision: 1, Recall: 2.0 / 3}},
+		{"empty gold beside a real one", "", []string{"Paris", ""}, ScoringReference, AnswerScore{EM: 1, F1: 1, Precision: 1, Recall: 1}},
+		{"no golds", "", nil, ScoringReference, AnswerScore{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ScoreAnswer(tt.prediction, tt.golds, tt.scoring); got != tt.want {
+				t.Errorf("ScoreAnswer(%q, %q, %q) = %+v, want %+v", tt.prediction, tt.golds, tt.scoring, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestScoreAnswerMatchesReference checks ScoreAnswer, bit for bit, against
+// scores computed once in Python the way the reference scripts compute them
+// (testdata/reference_scores.py): hand-picked cases and random answers over
+// a vocabulary of articles, punctuation, case and repeats.
+func TestScoreAnswerMatchesReference(t *testing.T) {
+	b, err := os.ReadFile("testdata/reference_scores.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases [][]json.RawMessage
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	if len(cases) < 400 {
+		t.Fatalf("got %d cases, want at least 400", len(cases))
+	}
+	for i, c := range cases {
+		var (
+			pred  string
+			golds []string
+			nums  [5]float64
+		)
+		if len(c) != 7 {
+			t.Fatalf("case %d: got %d fields, want 7", i, len(c))
+		}
+		for j, dst := range []any{&pred, &golds, &nums[0], &nums[1], &nums[2], &nums[3], &nums[4]} {
+			if err := json.Unmarshal(c[j], dst); err != nil {
+				t.Fatalf("case %d field %d: %v", i, j, err)
+			}
+		}
+		ref := ScoreAnswer(pred, golds, ScoringReference)
+		want := AnswerScore{EM: nums[0], F1: nums[1], Precision: nums[3], Recall: nums[4]}
+		if ref != want {
+			t.Errorf("ScoreAnswer(%q, %q, reference) = %+v, want %+v", pred, golds, ref, want)
+		}
+		if got := ScoreAnswer(pred, golds, ScoringSQuAD).F1; got != nums[2] {
+			t.Errorf("ScoreAnswer(%q, %q, squad).F1 = %v, want %v", pred, golds, got, nums[2])
+		}
+	}
+}
+
+func TestParseScoring(t *testing.T) {
+	for _, tt := range []struct {
+		in      string
+		want    Scoring
+		wantErr bool
+	}{{"", ScoringReference, false}, {"reference", ScoringReference, false}, {" SQuAD ", ScoringSQuAD, false}, {"v2", "", true}} {
+		got, err := ParseScoring(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ParseScoring(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
 	}
 }
 
@@ -164,7 +248,7 @@ func tokens(s string) int { return llm.CountTokens("", s) }
 
 func TestComputeQuestionResults(t *testing.T) {
 	states, questions := fixture()
-	_, results, err := Compute(states, questions, nil)
+	_, results, err := Compute(states, questions, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +280,7 @@ func TestComputeQuestionResults(t *testing.T) {
 			EndReason: EndSufficient,
 			Judgments: []Judgment{{Round: 0}, {Round: 1, JudgedSufficient: true}}},
 	}
-	if diff := cmp.Diff(want, results, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+	if diff := cmp.Diff(want, results, cmpopts.EquateApprox(0, 1e-9), cmpopts.IgnoreUnexported(QuestionResult{})); diff != "" {
 		t.Errorf("results mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -207,7 +291,7 @@ func TestComputeMetrics(t *testing.T) {
 		{Role: "judge", Model: "m", Requests: 9, CostUSD: 0.5},
 		{Role: "reader", Model: "r", Requests: 4, CostUSD: 0.25},
 	}
-	m, _, err := Compute(states, questions, usage)
+	m, _, err := Compute(states, questions, usage, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +341,7 @@ func TestComputeMetrics(t *testing.T) {
 }
 
 func TestComputeEmpty(t *testing.T) {
-	m, results, err := Compute(nil, nil, nil)
+	m, results, err := Compute(nil, nil, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +369,7 @@ func TestComputeErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := Compute(tt.states, questions, nil)
+			_, _, err := Compute(tt.states, questions, nil, "")
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Compute error = %v, want one containing %q", err, tt.want)
 			}
@@ -310,9 +394,31 @@ func BenchmarkCompute(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if _, _, err := Compute(many, qs, nil); err != nil {
+		if _, _, err := Compute(many, qs, nil, ""); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(len(many)*b.N)/b.Elapsed().Seconds(), "states/s")
+}
+
+// TestScorerRowsTogether: streamed question by question, a question whose
+// rows come back later is an error, not a second result.
+func TestScorerRowsTogether(t *testing.T) {
+	states, questions := fixture()
+	sc := newScorer(questions, "")
+	var q5 []data.State
+	for _, s := range states {
+		if s.QuestionID == "q5" {
+			q5 = append(q5, s)
+		}
+	}
+	if _, err := sc.add(q5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.add(q5[:1]); err == nil || !strings.Contains(err.Error(), "not together") {
+		t.Errorf("q5 again: got %v, want an error saying its rows are not together", err)
+	}
+	if _, err := sc.add([]data.State{{QuestionID: "nope"}}); err == nil {
+		t.Error("an unknown question: got no error")
+	}
 }

@@ -37,6 +37,38 @@ type Report struct {
 	// Paper holds reference EM and F1 numbers (percent) to show beside the
 	// variants', keyed by variant name; see PaperHotpotQABM25.
 	Paper map[string][2]float64 `json:"paper,omitempty"`
+	// Scoring is how EM and F1 treated empty answers (ScoringReference
+	// when empty, as in reports written before it was recorded).
+	Scoring Scoring `json:"scoring,omitempty"`
+	// Paired compares every variant with full question by question
+	// (ComparePaired); Bootstrap says how its intervals were computed.
+	Paired    []Paired   `json:"paired,omitempty"`
+	Bootstrap *Bootstrap `json:"bootstrap,omitempty"`
+	// Leakage sets the questions against the trained judge's training
+	// questions (nil without a trained judge).
+	Leakage *Leakage `json:"leakage,omitempty"`
+}
+
+// Bootstrap records the settings of a report's bootstrap intervals.
+type Bootstrap struct {
+	Resamples  int     `json:"resamples"`
+	Seed       uint64  `json:"seed"`
+	Confidence float64 `json:"confidence"`
+}
+
+// bootstrapSettings are the settings ComparePaired uses.
+func bootstrapSettings() *Bootstrap {
+	return &Bootstrap{Resamples: BootstrapResamples, Seed: BootstrapSeed, Confidence: Confidence}
+}
+
+// pairedOf returns the paired comparison of a variant, nil if it has none.
+func (r Report) pairedOf(variant string) *Paired {
+	for i := range r.Paired {
+		if r.Paired[i].Variant == variant {
+			return &r.Paired[i]
+		}
+	}
+	return nil
 }
 
 // PaperHotpotQABM25 returns the paper's EM and F1 on HotpotQA with BM25
@@ -88,6 +120,7 @@ const (
 	precMean    = 2
 	precSeconds = 2
 	precUSD     = 4
+	precP       = 3
 )
 
 // metric is one scalar of Metrics, with how to show it.
@@ -149,6 +182,7 @@ func WriteMarkdown(w io.Writer, r Report) error {
 		fmt.Fprintf(&b, ", distill %s", mdEscape(r.Version))
 	}
 	b.WriteString(".\n\n")
+	b.WriteString(r.Leakage.words())
 
 	writeHeadline(&b, r)
 	writeVariants(&b, r)
@@ -178,6 +212,9 @@ func writeHeadline(b *bytes.Buffer, r Report) {
 	if withPaper {
 		t.header = append(t.header, "paper EM", "paper F1")
 	}
+	if len(r.Paired) > 0 {
+		t.header = append(t.header, "EM Δ vs full [95% CI]", "McNemar p", "F1 Δ vs full [95% CI]", "won / lost / tied")
+	}
 	t.header = append(t.header, "correct retrieval (%)", "mean rounds", "compression ratio",
 		"latency median (s)", "latency p90 (s)", "cost (USD)")
 	for _, v := range r.Variants {
@@ -190,15 +227,97 @@ func writeHeadline(b *bytes.Buffer, r Report) {
 				row = append(row, "-", "-")
 			}
 		}
+		if len(r.Paired) > 0 {
+			if p := r.pairedOf(v.Name); p != nil {
+				row = append(row, diffCell(p.EM, precPercent), pValue(p.McNemarP), diffCell(p.F1, precPercent),
+					fmt.Sprintf("%d / %d / %d", p.Won, p.Lost, p.Tied))
+			} else {
+				row = append(row, "-", "-", "-", "-")
+			}
+		}
 		row = append(row, num(m.CorrectRetrieval, precPercent), num(m.MeanRounds, precMean),
 			num(m.Compression.Ratio, precRatio), num(m.Latency.Question.Median, precSeconds),
 			num(m.Latency.Question.P90, precSeconds), num(m.CostUSD, precUSD))
 		t.rows = append(t.rows, row)
 	}
 	t.write(b)
-	b.WriteString("EM and F1: SQuAD normalisation, best over the gold answers, in percent; a failed question scores 0. " +
+	fmt.Fprintf(b, "EM and F1: SQuAD normalisation, best over the gold answers, in percent; a failed question scores 0; %s. ", scoringNote(r.Scoring))
+	b.WriteString(
 		"Correct retrieval: every gold title retrieved. Compression ratio: evidence context characters over raw retrieved document characters. " +
-		"Latency: wall time per question.\n\n")
+			"Latency: wall time per question.\n\n")
+	writePairedWords(b, r)
+}
+
+// writePairedWords says in words what the paired comparisons with full
+// show, and how they were computed.
+func writePairedWords(b *bytes.Buffer, r Report) {
+	if len(r.Paired) == 0 {
+		return
+	}
+	bs := r.Bootstrap
+	if bs == nil {
+		bs = bootstrapSettings()
+	}
+	fmt.Fprintf(b, "Against %s, question by question (Δ: the variant minus %s, in points; %.0f%% intervals from %d bootstrap resamples of the questions, seed %d; "+
+		"McNemar's exact test on the questions one variant answers exactly and the other not; won / lost / tied by F1):\n\n",
+		Baseline, Baseline, 100*bs.Confidence, bs.Resamples, bs.Seed)
+	level := num(100*(1-bs.Confidence), 0) + "%"
+	for _, p := range r.Paired {
+		fmt.Fprintf(b, "- %s (%d questions): EM %s points (McNemar %s), %s; F1 %s points (95%% CI %s to %s), %s; %d questions won and %d lost on EM, %d won and %d lost on F1.\n",
+			mdEscape(p.Variant), p.Questions, signed(p.EM.Diff, precPercent), pWords(p.McNemarP), significance(p.EM.Significant, level),
+			signed(p.F1.Diff, precPercent), signed(p.F1.Low, precPercent), signed(p.F1.High, precPercent), significance(p.F1.Significant, level),
+			p.EMWon, p.EMLost, p.Won, p.Lost)
+	}
+	b.WriteString("\nA difference that is not significant is one that these questions cannot tell from chance.\n\n")
+}
+
+// significance says in words whether a difference is significant.
+func significance(significant bool, level string) string {
+	if significant {
+		return "significant at the " + level + " level"
+	}
+	return "not significant at the " + level + " level"
+}
+
+// pValue shows a p-value with three digits, "<0.001" below them.
+func pValue(p float64) string {
+	if p < 0.001 {
+		return "<0.001"
+	}
+	return num(p, precP)
+}
+
+// pWords is "p = 0.123", or "p < 0.001".
+func pWords(p float64) string {
+	if p < 0.001 {
+		return "p < 0.001"
+	}
+	return "p = " + num(p, precP)
+}
+
+// diffCell shows a difference and its interval in one table cell.
+func diffCell(d Difference, prec int) string {
+	return fmt.Sprintf("%s [%s, %s]", signed(d.Diff, prec), signed(d.Low, prec), signed(d.High, prec))
+}
+
+// signed formats x with prec digits and a sign, none for zero.
+func signed(x float64, prec int) string {
+	s := num(x, prec)
+	if f, _ := strconv.ParseFloat(s, 64); f == 0 {
+		return num(0, prec)
+	}
+	if !strings.HasPrefix(s, "-") {
+		s = "+" + s
+	}
+	return s
+}
+
+// scoringNote says in words how a report's scoring treated empty answers.
+func scoringNote(s Scoring) string {
+	if s.orDefault() == ScoringSQuAD {
+		return "scoring squad (SQuAD v1.1: two answers that normalise to the empty string score F1 0)"
+	}
+	return "scoring reference (the method's: two answers that normalise to the empty string score F1 1)"
 }
 
 func writeVariants(b *bytes.Buffer, r Report) {
@@ -237,14 +356,43 @@ func writeCalibration(b *bytes.Buffer, r Report) {
 	b.WriteString("## Sufficiency calibration\n\n")
 	t := table{header: []string{"variant", "states", "TP", "FP", "FN", "TN", "FP rate (%)",
 		"complete judged insufficient (%)", "unmeasured states"}}
+	if len(r.Paired) > 0 {
+		t.header = append(t.header, "FP rate Δ vs full [95% CI]", "complete judged insufficient Δ vs full [95% CI]")
+	}
+	var words []string
 	for _, v := range r.Variants {
 		c := v.Metrics.Calibration
-		t.rows = append(t.rows, []string{v.Name, strconv.Itoa(c.States),
+		row := []string{v.Name, strconv.Itoa(c.States),
 			strconv.Itoa(c.Confusion.TP), strconv.Itoa(c.Confusion.FP), strconv.Itoa(c.Confusion.FN), strconv.Itoa(c.Confusion.TN),
-			num(c.FalsePositiveRate, precRate), num(c.CompleteJudgedInsufficient, precRate), strconv.Itoa(c.Unmeasured)})
+			num(c.FalsePositiveRate, precRate), num(c.CompleteJudgedInsufficient, precRate), strconv.Itoa(c.Unmeasured)}
+		if len(r.Paired) > 0 {
+			p := r.pairedOf(v.Name)
+			for _, d := range []struct {
+				name string
+				get  func(*Paired) *Difference
+			}{
+				{"FP rate", func(p *Paired) *Difference { return p.FalsePositiveRate }},
+				{"complete judged insufficient", func(p *Paired) *Difference { return p.CompleteJudgedInsufficient }},
+			} {
+				if p == nil || d.get(p) == nil {
+					row = append(row, "-")
+					continue
+				}
+				x := d.get(p)
+				row = append(row, diffCell(*x, precRate))
+				if !x.Significant {
+					words = append(words, fmt.Sprintf("%s's %s", v.Name, d.name))
+				}
+			}
+		}
+		t.rows = append(t.rows, row)
 	}
 	t.write(b)
-	b.WriteString("Every judge call against retrieval truth (all gold titles in the evidence and a gold answer in it). " +
+	if len(words) > 0 {
+		fmt.Fprintf(b, "Not significant against %s (the interval holds 0): %s.\n\n", Baseline, mdEscape(strings.Join(words, ", ")))
+	}
+	b.WriteString("Every judge call against retrieval truth, the one the built-in teacher and the filter use (the gold evidence is there: at least 70% of the gold titles, so all of them below four, and the answer; " +
+		"for yes/no and comparison questions the supporting sentences, or every gold title, instead of the answer string). " +
 		"FP rate: judged sufficient among states without the gold evidence, FP/(FP+TN). " +
 		"Complete judged insufficient: FN/(TP+FN). Unmeasured: states of questions without gold titles.\n\n")
 }

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -24,10 +25,10 @@ import (
 func testReport(t *testing.T) Report {
 	t.Helper()
 	states, questions := fixture()
-	full, _, err := Compute(states, questions, []llm.Stats{
+	full, fullResults, err := Compute(states, questions, []llm.Stats{
 		{Role: "judge", Model: "judge-3b", Requests: 9, PromptTokens: 9000, CompletionTokens: 450, CostUSD: 0},
 		{Role: "reader", Model: "gpt-4o-mini", Requests: 4, CachedHits: 1, PromptTokens: 2000, CompletionTokens: 40, CostUSD: 0.000324},
-	})
+	}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,11 +41,19 @@ func testReport(t *testing.T) Report {
 			some = append(some, s)
 		}
 	}
-	noJudge, _, err := Compute(some, questions, nil)
+	noJudge, noJudgeResults, err := Compute(some, questions, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	rows := map[string][]ScoreRow{}
+	for name, results := range map[string][]QuestionResult{"full": fullResults, "no-judge": noJudgeResults} {
+		for _, res := range results {
+			rows[name] = append(rows[name], scoreRow(name, res))
+		}
+	}
 	return Report{
+		Paired:    PairedAgainstBaseline([]string{"full", "no-judge"}, rows),
+		Bootstrap: bootstrapSettings(),
 		Dataset:   "toy",
 		Questions: 5,
 		CreatedAt: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC),
@@ -260,6 +269,39 @@ func TestMarkdownMatchesJSON(t *testing.T) {
 		}
 	}
 	text := map[string]bool{"variant": true, "description": true, "roles": true, "role": true, "model": true}
+	// The paired columns show several numbers of the variant's entry of
+	// "paired" in one cell ("-" for full, which has none).
+	diffAt := func(key string, prec int) func(p map[string]any) string {
+		return func(p map[string]any) string {
+			d, ok := p[key].(map[string]any)
+			if !ok {
+				return "-"
+			}
+			return fmt.Sprintf("%s [%s, %s]", signed(jsonAt(t, d, "diff"), prec), signed(jsonAt(t, d, "ci_low"), prec), signed(jsonAt(t, d, "ci_high"), prec))
+		}
+	}
+	composite := map[string]func(p map[string]any) string{
+		"EM Δ vs full [95% CI]": diffAt("em", 1),
+		"F1 Δ vs full [95% CI]": diffAt("f1", 1),
+		"McNemar p":             func(p map[string]any) string { return pValue(jsonAt(t, p, "mcnemar_p")) },
+		"won / lost / tied": func(p map[string]any) string {
+			return fmt.Sprintf("%v / %v / %v", jsonAt(t, p, "won"), jsonAt(t, p, "lost"), jsonAt(t, p, "tied"))
+		},
+		"FP rate Δ vs full [95% CI]":                      diffAt("false_positive_rate", 2),
+		"complete judged insufficient Δ vs full [95% CI]": diffAt("complete_judged_insufficient", 2),
+	}
+	pairedOf := func(variant string) map[string]any {
+		list, _ := doc["paired"].([]any)
+		for _, p := range list {
+			if p.(map[string]any)["variant"] == variant {
+				return p.(map[string]any)
+			}
+		}
+		return nil
+	}
+	if list, _ := doc["paired"].([]any); len(list) == 0 {
+		t.Fatal("the test report has no paired comparison")
+	}
 
 	tables := mdTables(t, md.String())
 	variants := doc["variants"].([]any)
@@ -284,6 +326,16 @@ func TestMarkdownMatchesJSON(t *testing.T) {
 			v := variants[vi]
 			for header, cell := range row {
 				if text[header] {
+					continue
+				}
+				if format, ok := composite[header]; ok {
+					want := "-"
+					if p := pairedOf(row["variant"]); p != nil {
+						want = format(p)
+					}
+					if cell != want {
+						t.Errorf("table %q, variant %s, %s: report.md says %q, report.json %q", section, row["variant"], header, cell, want)
+					}
 					continue
 				}
 				c, ok := cols[header]

@@ -1,11 +1,15 @@
 package eval
 
 import (
+	"bytes"
 	_ "embed"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +41,11 @@ type TraceQuestion struct {
 	Answer       string
 	EM, F1       float64
 	GoldTitles   []string
-	States       []data.State
+	// Type and SupportingFacts are the question's, for retrieval truth
+	// (data.JudgeTruth).
+	Type            string
+	SupportingFacts []data.SupportingFact
+	States          []data.State
 }
 
 // TraceFlags are what the page's filters select on, computed per question
@@ -87,7 +95,8 @@ func (q TraceQuestion) flags() (TraceFlags, string) {
 }
 
 func (q TraceQuestion) dataQuestion() data.Question {
-	return data.Question{ID: q.ID, Text: q.Question, Answers: q.Golds, GoldTitles: q.GoldTitles}
+	return data.Question{ID: q.ID, Text: q.Question, Answers: q.Golds, GoldTitles: q.GoldTitles,
+		Type: q.Type, SupportingFacts: q.SupportingFacts}
 }
 
 // traceSplit separates a question's states from its failure reason: the
@@ -105,42 +114,318 @@ func traceSplit(states []data.State) (rounds []data.State, failure string) {
 	return rounds, strings.Join(reasons, "; ")
 }
 
-// WriteTraces renders the audit page of a benchmark: one self-contained
-// HTML page (inline CSS and script, no external resources) with every
-// question as a <details> block, filters that work client-side (variant,
-// wrong answers, premature stops, exhausted budgets, failures, text search)
-// and the per-question numbers and flags embedded as JSON in a
-// <script type="application/json" id="trace-data"> element. The markup is
-// polyglot: it parses as XML too. Without script the page shows every
-// question.
-//
-// It fails on a non-finite EM or F1 (they could not be embedded as JSON)
-// and when w fails; what was written before then is incomplete, so callers
-// write to a temporary file and rename it into place.
-func WriteTraces(w io.Writer, t Traces) error {
-	v, err := buildTraceView(t)
-	if err != nil {
+// TracesDir is the folder, beside traces.html, that holds the pages of the
+// questions: TracesDir/v-I/part-NNNN.html for variant I, TracePartSize
+// questions a page.
+const TracesDir = "traces"
+
+// TracePartSize is the number of questions on one page of a variant.
+const TracePartSize = 50
+
+// traceRowsPerPage is how many rows the index page shows at once.
+const traceRowsPerPage = 100
+
+// The bits of a row's flags in the index page's data.
+const (
+	traceFlagWrong = 1 << iota
+	traceFlagPremature
+	traceFlagExhausted
+	traceFlagFailed
+)
+
+// traceData is the JSON embedded in the index page: every variant's
+// summary, every question once, and one row per question and variant, for
+// the page's script and for checking the page against the reports.
+type traceData struct {
+	Title string `json:"title"`
+	// Dir is TracesDir; PartSize is TracePartSize and PerPage the rows
+	// the index shows at once.
+	Dir       string               `json:"dir"`
+	PartSize  int                  `json:"part_size"`
+	PerPage   int                  `json:"per_page"`
+	Variants  []traceVariantData   `json:"variants"`
+	Questions []traceIndexQuestion `json:"questions"`
+	Rows      []traceRow           `json:"rows"`
+}
+
+type traceVariantData struct {
+	Name   string `json:"name"`
+	Anchor string `json:"anchor"`
+	// Questions and Parts count the variant's questions and pages.
+	Questions int `json:"questions"`
+	Parts     int `json:"parts"`
+	// EM and F1 are the plain means of the questions' EM and F1 (failed
+	// questions included with the scores they were given).
+	EM            float64 `json:"em"`
+	F1            float64 `json:"f1"`
+	Wrong         int     `json:"wrong"`
+	PrematureStop int     `json:"premature_stop"`
+	Exhausted     int     `json:"exhausted"`
+	Failed        int     `json:"failed"`
+}
+
+// traceIndexQuestion is a question as the index lists it, whatever the
+// variants.
+type traceIndexQuestion struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// traceRow is one question of one variant in the index: the variant's and
+// the question's positions in traceData, the scores, the flags (bits
+// traceFlag...), the retrievals and judge calls, and the question's
+// position in the variant (its page is Index/PartSize + 1, its anchor
+// q-Variant-Index). It is written as a JSON array, to keep the index small.
+type traceRow struct {
+	Variant, Question int
+	EM, F1            float64
+	Flags             int
+	Rounds, States    int
+	Index             int
+}
+
+func (r traceRow) MarshalJSON() ([]byte, error) {
+	return json.Marshal([]any{r.Variant, r.Question, r.EM, r.F1, r.Flags, r.Rounds, r.States, r.Index})
+}
+
+func (r *traceRow) UnmarshalJSON(b []byte) error {
+	var a []json.Number
+	if err := json.Unmarshal(b, &a); err != nil {
 		return err
 	}
-	if err := tracesTemplate.Execute(w, v); err != nil {
-		return fmt.Errorf("write traces: %w", err)
+	if len(a) != 8 {
+		return fmt.Errorf("trace row: got %d numbers, want 8", len(a))
 	}
+	var f [8]float64
+	for i, n := range a {
+		x, err := n.Float64()
+		if err != nil {
+			return err
+		}
+		f[i] = x
+	}
+	*r = traceRow{Variant: int(f[0]), Question: int(f[1]), EM: f[2], F1: f[3], Flags: int(f[4]),
+		Rounds: int(f[5]), States: int(f[6]), Index: int(f[7])}
 	return nil
 }
 
-// traceView is the page's data, every string made safe for XML (see
-// traceText) and everything computed.
-type traceView struct {
-	Title     string
-	Questions int
-	Variants  []traceVariantView
-	Data      traceData
+// bits returns the flags as traceRow.Flags holds them.
+func (f TraceFlags) bits() int {
+	b := 0
+	for _, x := range []struct {
+		set bool
+		bit int
+	}{{f.Wrong, traceFlagWrong}, {f.PrematureStop, traceFlagPremature}, {f.Exhausted, traceFlagExhausted}, {f.Failed, traceFlagFailed}} {
+		if x.set {
+			b |= x.bit
+		}
+	}
+	return b
 }
 
-type traceVariantView struct {
-	Name, Anchor string
-	Questions    []traceQuestionView
-	Summary      traceVariantData
+// WriteTraces writes the audit pages of a benchmark into dir (see
+// TraceWriter): dir/traces.html and dir/traces/.
+func WriteTraces(dir string, t Traces) error {
+	w, err := NewTraceWriter(dir, t.Title)
+	if err != nil {
+		return err
+	}
+	for _, v := range t.Variants {
+		if err := w.StartVariant(v.Name); err != nil {
+			w.Abort()
+			return err
+		}
+		for _, q := range v.Questions {
+			if err := w.Add(q); err != nil {
+				w.Abort()
+				return err
+			}
+		}
+	}
+	return w.Close()
+}
+
+// TraceWriter writes the audit pages of a benchmark, one question at a
+// time, so that memory holds one page of questions and the index, never the
+// trajectories:
+//
+//   - dir/traces.html, the index: each variant's numbers, and every
+//     question of every variant as one row of data that the page's script
+//     filters (variant, wrong answers, premature stops, exhausted budgets,
+//     failures, text) and shows a page of rows at a time, each row linking
+//     to the question's page; it opens at once whatever the number of
+//     questions (without script it links the pages);
+//   - dir/traces/v-I/part-NNNN.html, TracePartSize questions of variant I
+//     a page, each question a <details> block with its rounds (the judge's
+//     verdict, gap items, query, retrieved documents, chosen sentences with
+//     provenance, the reader's answer), opened when the link names it.
+//
+// Every page is self-contained (inline CSS and script, links only to the
+// other pages) and polyglot markup: it parses as XML too. The pages are
+// written in a temporary folder that replaces dir/traces when Close
+// succeeds; traces.html is written last, atomically.
+type TraceWriter struct {
+	dir, tmp string
+	data     traceData
+	qindex   map[string]int
+	// part holds the current variant's questions not written yet.
+	part []traceQuestionView
+}
+
+// NewTraceWriter starts the pages of a benchmark in dir, titled title.
+func NewTraceWriter(dir, title string) (*TraceWriter, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("write traces: %w", err)
+	}
+	tmp, err := os.MkdirTemp(dir, ".traces-")
+	if err != nil {
+		return nil, fmt.Errorf("write traces: %w", err)
+	}
+	return &TraceWriter{dir: dir, tmp: tmp, qindex: map[string]int{},
+		data: traceData{Title: traceText(title), Dir: TracesDir, PartSize: TracePartSize, PerPage: traceRowsPerPage}}, nil
+}
+
+// StartVariant starts the questions of the next variant.
+func (w *TraceWriter) StartVariant(name string) error {
+	if err := w.flush(false); err != nil {
+		return err
+	}
+	v := traceVariantData{Name: traceText(name), Anchor: "v-" + strconv.Itoa(len(w.data.Variants))}
+	if err := os.Mkdir(filepath.Join(w.tmp, v.Anchor), 0o755); err != nil {
+		return fmt.Errorf("write traces: %w", err)
+	}
+	w.data.Variants = append(w.data.Variants, v)
+	return nil
+}
+
+// Add adds a question of the current variant. It fails on a non-finite EM
+// or F1 (they could not be embedded as JSON).
+func (w *TraceWriter) Add(q TraceQuestion) error {
+	if len(w.data.Variants) == 0 {
+		return errors.New("write traces: a question before any variant")
+	}
+	vi := len(w.data.Variants) - 1
+	v := &w.data.Variants[vi]
+	if !traceFinite(q.EM) || !traceFinite(q.F1) {
+		return fmt.Errorf("write traces: variant %s, question %s: EM %v, F1 %v: not a number", v.Name, q.ID, q.EM, q.F1)
+	}
+	if len(w.part) == TracePartSize {
+		if err := w.flush(true); err != nil {
+			return err
+		}
+	}
+	j := v.Questions
+	qv := buildTraceQuestion(q, v.Name, fmt.Sprintf("q-%d-%d", vi, j))
+	w.part = append(w.part, qv)
+	v.Questions++
+	v.EM += q.EM
+	v.F1 += q.F1
+	v.Wrong += traceCount(qv.Flags.Wrong)
+	v.PrematureStop += traceCount(qv.Flags.PrematureStop)
+	v.Exhausted += traceCount(qv.Flags.Exhausted)
+	v.Failed += traceCount(qv.Flags.Failed)
+	k, ok := w.qindex[qv.ID]
+	if !ok {
+		k = len(w.data.Questions)
+		w.qindex[qv.ID] = k
+		w.data.Questions = append(w.data.Questions, traceIndexQuestion{ID: qv.ID, Text: qv.Question})
+	}
+	w.data.Rows = append(w.data.Rows, traceRow{Variant: vi, Question: k, EM: q.EM, F1: q.F1, Flags: qv.Flags.bits(),
+		Rounds: qv.Retrievals, States: qv.JudgeCalls, Index: j})
+	return nil
+}
+
+// flush writes the current variant's pending questions as its next page;
+// more says whether more questions follow on another page.
+func (w *TraceWriter) flush(more bool) error {
+	if len(w.part) == 0 {
+		return nil
+	}
+	v := &w.data.Variants[len(w.data.Variants)-1]
+	v.Parts++
+	first := v.Questions - len(w.part)
+	pv := tracePartView{Title: w.data.Title, Variant: v.Name, Index: "../../" + TracesHTML,
+		First: first + 1, Last: v.Questions, Questions: w.part}
+	if v.Parts > 1 {
+		pv.Prev = tracePartName(v.Parts - 1)
+	}
+	if more {
+		pv.Next = tracePartName(v.Parts + 1)
+	}
+	var b bytes.Buffer
+	if err := tracesTemplate.ExecuteTemplate(&b, "part", pv); err != nil {
+		return fmt.Errorf("write traces: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(w.tmp, v.Anchor, tracePartName(v.Parts)), b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write traces: %w", err)
+	}
+	w.part = w.part[:0]
+	return nil
+}
+
+// tracePartName is the file name of page n (from 1) of a variant.
+func tracePartName(n int) string { return fmt.Sprintf("part-%04d.html", n) }
+
+// Close writes the last page and the index, and puts the pages in place.
+func (w *TraceWriter) Close() error {
+	if err := w.flush(false); err != nil {
+		w.Abort()
+		return err
+	}
+	view := traceIndexView{Title: w.data.Title, Data: w.data, PerPage: traceRowsPerPage}
+	for i := range view.Data.Variants {
+		v := &view.Data.Variants[i]
+		view.Questions += v.Questions
+		if v.Questions > 0 {
+			v.EM /= float64(v.Questions)
+			v.F1 /= float64(v.Questions)
+		}
+		var parts []string
+		for p := 1; p <= v.Parts; p++ {
+			parts = append(parts, TracesDir+"/"+v.Anchor+"/"+tracePartName(p))
+		}
+		view.Parts = append(view.Parts, parts)
+	}
+	var b bytes.Buffer
+	if err := tracesTemplate.ExecuteTemplate(&b, "index", view); err != nil {
+		w.Abort()
+		return fmt.Errorf("write traces: %w", err)
+	}
+	final := filepath.Join(w.dir, TracesDir)
+	if err := os.RemoveAll(final); err != nil {
+		w.Abort()
+		return fmt.Errorf("write traces: %w", err)
+	}
+	if err := os.Rename(w.tmp, final); err != nil {
+		w.Abort()
+		return fmt.Errorf("write traces: %w", err)
+	}
+	return data.WriteFileAtomic(filepath.Join(w.dir, TracesHTML), b.Bytes())
+}
+
+// Abort removes what the writer wrote.
+func (w *TraceWriter) Abort() { os.RemoveAll(w.tmp) }
+
+// traceIndexView is the index page's data, every string made safe for XML
+// (see traceText).
+type traceIndexView struct {
+	Title     string
+	Questions int
+	PerPage   int
+	Data      traceData
+	// Parts are the pages of each variant, for the page without script.
+	Parts [][]string
+}
+
+// tracePartView is one page of a variant's questions.
+type tracePartView struct {
+	Title, Variant string
+	// Index, Prev and Next are links to the index and the neighbouring
+	// pages ("" when there is none).
+	Index, Prev, Next string
+	// First and Last number the page's questions in the variant, from 1.
+	First, Last int
+	Questions   []traceQuestionView
 }
 
 type traceQuestionView struct {
@@ -159,8 +444,6 @@ type traceQuestionView struct {
 	// the time its states record.
 	Retrievals, JudgeCalls int
 	TotalMS                float64
-	// Search is the lower-cased text the page's search looks in.
-	Search string
 }
 
 type traceGoldTitle struct {
@@ -195,7 +478,11 @@ type traceTruth struct {
 	Known                   bool
 	TitlesFound, GoldTitles int
 	AnswerFound, Complete   bool
-	Missing                 []string
+	// AnswerExpected is false for yes/no and comparison questions, whose
+	// truth is FactsFound of GoldFacts supporting sentences instead.
+	AnswerExpected        bool
+	FactsFound, GoldFacts int
+	Missing               []string
 }
 
 type traceRetrievalView struct {
@@ -216,84 +503,12 @@ type traceRetrievalView struct {
 	ExtractorTokens     int64
 }
 
-// traceData is the JSON embedded in the page: the numbers and flags of
-// every question and variant, for scripts and for checking the page
-// against the reports.
-type traceData struct {
-	Title     string              `json:"title"`
-	Variants  []traceVariantData  `json:"variants"`
-	Questions []traceQuestionData `json:"questions"`
-}
-
-type traceVariantData struct {
-	Name      string `json:"name"`
-	Questions int    `json:"questions"`
-	// EM and F1 are the plain means of the questions' EM and F1 (failed
-	// questions included with the scores they were given).
-	EM            float64 `json:"em"`
-	F1            float64 `json:"f1"`
-	Wrong         int     `json:"wrong"`
-	PrematureStop int     `json:"premature_stop"`
-	Exhausted     int     `json:"exhausted"`
-	Failed        int     `json:"failed"`
-}
-
-type traceQuestionData struct {
-	Anchor  string  `json:"anchor"`
-	Variant string  `json:"variant"`
-	ID      string  `json:"id"`
-	EM      float64 `json:"em"`
-	F1      float64 `json:"f1"`
-	// Rounds is the number of retrievals, States the number of judge
-	// calls, EndReason why the question ended (as QuestionResult).
-	Rounds    int    `json:"rounds"`
-	States    int    `json:"states"`
-	EndReason string `json:"end_reason"`
-	TraceFlags
-}
-
-func buildTraceView(t Traces) (traceView, error) {
-	v := traceView{Title: traceText(t.Title), Data: traceData{Title: traceText(t.Title)}}
-	for i, tv := range t.Variants {
-		vv := traceVariantView{Name: traceText(tv.Name), Anchor: "v-" + strconv.Itoa(i)}
-		vv.Summary.Name = vv.Name
-		for j, q := range tv.Questions {
-			if !traceFinite(q.EM) || !traceFinite(q.F1) {
-				return traceView{}, fmt.Errorf("write traces: variant %s, question %s: EM %v, F1 %v: not a number", tv.Name, q.ID, q.EM, q.F1)
-			}
-			qv := buildTraceQuestion(q, vv.Name, fmt.Sprintf("q-%d-%d", i, j))
-			vv.Questions = append(vv.Questions, qv)
-			s := &vv.Summary
-			s.Questions++
-			s.EM += q.EM
-			s.F1 += q.F1
-			s.Wrong += traceCount(qv.Flags.Wrong)
-			s.PrematureStop += traceCount(qv.Flags.PrematureStop)
-			s.Exhausted += traceCount(qv.Flags.Exhausted)
-			s.Failed += traceCount(qv.Flags.Failed)
-			v.Data.Questions = append(v.Data.Questions, traceQuestionData{
-				Anchor: qv.Anchor, Variant: vv.Name, ID: qv.ID, EM: q.EM, F1: q.F1,
-				Rounds: qv.Retrievals, States: qv.JudgeCalls, EndReason: qv.End, TraceFlags: qv.Flags,
-			})
-		}
-		if n := vv.Summary.Questions; n > 0 {
-			vv.Summary.EM /= float64(n)
-			vv.Summary.F1 /= float64(n)
-		}
-		v.Questions += vv.Summary.Questions
-		v.Variants = append(v.Variants, vv)
-		v.Data.Variants = append(v.Data.Variants, vv.Summary)
-	}
-	return v, nil
-}
-
 func buildTraceQuestion(q TraceQuestion, variant, anchor string) traceQuestionView {
 	qv := traceQuestionView{
 		Anchor: anchor, Variant: variant, ID: traceText(q.ID), Question: traceText(q.Question),
 		Golds: traceTexts(q.Golds), Answer: traceText(q.Answer), EM: q.EM, F1: q.F1,
 	}
 	qv.Flags, qv.End = q.flags()
-	qv.Search = strings.ToLower(qv.ID + " " + qv.Question)
 	rounds, failure := traceSplit(q.States)
 	qv.Failure = traceText(failure)
 
@@ -324,7 +539,8 @@ func buildTraceQuestion(q TraceQuestion, variant, anchor string) traceQuestionVi
 		if len(q.GoldTitles) > 0 {
 			tr := data.JudgeTruth(dq, s.Evidence)
 			r.Truth = traceTruth{Known: true, TitlesFound: tr.TitlesFound, GoldTitles: tr.GoldTitles,
-				AnswerFound: tr.AnswerFound, Complete: tr.Complete, Missing: traceTexts(tr.MissingTitles)}
+				AnswerFound: tr.AnswerFound, Complete: tr.Complete, Missing: traceTexts(tr.MissingTitles),
+				AnswerExpected: tr.AnswerExpected, FactsFound: tr.FactsFound, GoldFacts: tr.GoldFacts}
 			r.FalsePositive = s.Sufficient && !tr.Complete
 			r.Missed = !s.Sufficient && tr.Complete
 		}
@@ -474,6 +690,7 @@ var tracesTemplate = template.Must(template.New("traces").Funcs(template.FuncMap
 	"num":  func(x float64) string { return strconv.FormatFloat(x, 'f', 3, 64) },
 	"ids":  traceIDs,
 	"join": strings.Join,
+	"inc":  func(i int) int { return i + 1 },
 }).Parse(tracesHTML))
 
 func traceIDs(ids []int32) string {

@@ -5,9 +5,15 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"os"
 	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,13 +101,95 @@ func tracesFixture() Traces {
 	return Traces{Title: `distill bench: sample & "friends"`, Variants: []TraceVariant{full, noJudge}}
 }
 
-func renderTraces(t *testing.T, tr Traces) []byte {
+// renderedTraces are the pages WriteTraces wrote: the index and every
+// page of questions, by path relative to the output directory.
+type renderedTraces struct {
+	dir   string
+	index []byte
+	parts map[string][]byte
+	// order lists the parts' paths, variant by variant, page by page.
+	order []string
+}
+
+func renderTraces(t testing.TB, tr Traces) renderedTraces {
 	t.Helper()
-	var b bytes.Buffer
-	if err := WriteTraces(&b, tr); err != nil {
+	dir := t.TempDir()
+	if err := WriteTraces(dir, tr); err != nil {
 		t.Fatalf("WriteTraces: %v", err)
 	}
-	return b.Bytes()
+	return readTraces(t, dir)
+}
+
+// readTraces reads the pages of a benchmark directory.
+func readTraces(t testing.TB, dir string) renderedTraces {
+	t.Helper()
+	r := renderedTraces{dir: dir, parts: map[string][]byte{}}
+	var err error
+	if r.index, err = os.ReadFile(filepath.Join(dir, TracesHTML)); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".traces-") {
+			t.Errorf("a temporary folder is left: %s", e.Name())
+		}
+	}
+	variants, _ := os.ReadDir(filepath.Join(dir, TracesDir))
+	slices.SortFunc(variants, func(a, b os.DirEntry) int { return traceAnchorNumber(a.Name()) - traceAnchorNumber(b.Name()) })
+	for _, v := range variants {
+		parts, err := os.ReadDir(filepath.Join(dir, TracesDir, v.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			rel := TracesDir + "/" + v.Name() + "/" + p.Name()
+			b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.parts[rel] = b
+			r.order = append(r.order, rel)
+		}
+	}
+	return r
+}
+
+func traceAnchorNumber(name string) int {
+	n, _ := strconv.Atoi(strings.TrimPrefix(name, "v-"))
+	return n
+}
+
+// details returns the <details> blocks of every page of questions, in
+// order.
+func (r renderedTraces) details(t testing.TB) []*tracesNode {
+	t.Helper()
+	var out []*tracesNode
+	for _, rel := range r.order {
+		parseTracesXML(t, r.parts[rel]).walk(func(n *tracesNode) {
+			if n.Name == "details" {
+				out = append(out, n)
+			}
+		})
+	}
+	return out
+}
+
+// data returns the JSON the index embeds.
+func (r renderedTraces) data(t testing.TB) traceData {
+	t.Helper()
+	var raw string
+	parseTracesXML(t, r.index).walk(func(n *tracesNode) {
+		if n.Name == "script" && n.Attrs["id"] == "trace-data" {
+			raw = n.Text
+		}
+	})
+	var d traceData
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		t.Fatalf("embedded JSON: %v\n%s", err, raw)
+	}
+	return d
 }
 
 // tracesNode is an element of the page as encoding/xml reads it.
@@ -133,7 +221,7 @@ func (n *tracesNode) hasClass(c string) bool {
 // parseTracesXML parses the page as strict XML (the page is polyglot
 // markup): every element closed, attributes quoted, only XML's entities.
 // It returns the root element.
-func parseTracesXML(t *testing.T, page []byte) *tracesNode {
+func parseTracesXML(t testing.TB, page []byte) *tracesNode {
 	t.Helper()
 	d := xml.NewDecoder(bytes.NewReader(page))
 	d.Strict = true
@@ -185,64 +273,50 @@ func parseTracesXML(t *testing.T, page []byte) *tracesNode {
 	return root
 }
 
-func TestTracesWellFormed(t *testing.T) {
-	tr := tracesFixture()
-	page := renderTraces(t, tr)
+// checkPageSafe checks one page: polyglot markup, a doctype, ids used
+// once, nothing loaded from elsewhere, links only to the benchmark's own
+// pages, no inline handlers, scripts as expected (their bodies free of
+// "&" and "<"), and the injected markup and control characters never raw.
+func checkPageSafe(t *testing.T, name string, page []byte, wantScripts int) *tracesNode {
+	t.Helper()
 	root := parseTracesXML(t, page)
-
 	if !bytes.HasPrefix(page, []byte("<!DOCTYPE html>\n")) {
-		t.Errorf("page does not start with the HTML doctype")
+		t.Errorf("%s does not start with the HTML doctype", name)
 	}
 	ids := map[string]bool{}
-	var scripts []*tracesNode
+	scripts := 0
 	root.walk(func(n *tracesNode) {
 		if id, ok := n.Attrs["id"]; ok {
 			if ids[id] {
-				t.Errorf("id %q used twice", id)
+				t.Errorf("%s: id %q used twice", name, id)
 			}
 			ids[id] = true
 		}
-		// Self-contained: no resource from elsewhere.
 		switch n.Name {
 		case "link", "img", "iframe", "object", "embed", "audio", "video", "source":
-			t.Errorf("external resource element <%s>", n.Name)
+			t.Errorf("%s: external resource element <%s>", name, n.Name)
 		case "script":
-			scripts = append(scripts, n)
+			scripts++
 		}
 		for k, v := range n.Attrs {
 			switch {
 			case k == "src":
-				t.Errorf("<%s src=%q>", n.Name, v)
-			case (k == "href" || k == "action") && !strings.HasPrefix(v, "#"):
-				t.Errorf("<%s %s=%q>: want a link inside the page", n.Name, k, v)
+				t.Errorf("%s: <%s src=%q>", name, n.Name, v)
+			case (k == "href" || k == "action") && (strings.Contains(v, ":") || strings.HasPrefix(v, "/")):
+				t.Errorf("%s: <%s %s=%q>: want a relative link to the benchmark's pages", name, n.Name, k, v)
 			case strings.HasPrefix(k, "on"):
-				t.Errorf("<%s %s>: inline event handler", n.Name, k)
+				t.Errorf("%s: <%s %s>: inline event handler", name, n.Name, k)
 			}
 		}
 		if n.Name == "style" && strings.Contains(n.Text, "url(") {
-			t.Errorf("style loads a resource: %q", n.Text)
+			t.Errorf("%s: style loads a resource: %q", name, n.Text)
 		}
 	})
-	if len(scripts) != 2 {
-		t.Fatalf("got %d script elements, want 2 (data, code)", len(scripts))
+	if scripts != wantScripts || bytes.Count(page, []byte("<script")) != wantScripts || bytes.Count(page, []byte("</script")) != wantScripts {
+		t.Errorf("%s: got %d script elements, want %d", name, scripts, wantScripts)
 	}
-	if got := scripts[0].Attrs["type"]; got != "application/json" {
-		t.Errorf("first script: got type %q, want application/json", got)
-	}
-	if got := scripts[1].Attrs["type"]; got != "" {
-		t.Errorf("second script: got type %q, want none (JavaScript)", got)
-	}
-
-	// The injected markup never appears raw, anywhere (text, attributes,
-	// the JSON or the script).
 	if bytes.Contains(page, []byte(tracesInjection)) {
-		t.Errorf("page holds %q unescaped", tracesInjection)
-	}
-	if n := bytes.Count(page, []byte("<script")); n != 2 {
-		t.Errorf("got %d <script in the page, want 2", n)
-	}
-	if n := bytes.Count(page, []byte("</script")); n != 2 {
-		t.Errorf("got %d </script in the page, want 2", n)
+		t.Errorf("%s holds %q unescaped", name, tracesInjection)
 	}
 	// Script bodies are raw text to an HTML parser and parsed text to an
 	// XML one: without "&" and "<" the two read the same.
@@ -254,33 +328,88 @@ func TestTracesWellFormed(t *testing.T) {
 		_, body, _ := bytes.Cut(after, []byte(">"))
 		body, rest, _ = bytes.Cut(body, []byte("</script>"))
 		if i := bytes.IndexAny(body, "&<"); i >= 0 {
-			t.Errorf("script body holds %q at %d: %q", body[i], i, body[max(0, i-40):min(len(body), i+40)])
+			t.Errorf("%s: script body holds %q at %d: %q", name, body[i], i, body[max(0, i-40):min(len(body), i+40)])
 		}
 	}
 	if bytes.Contains(page, []byte("\x01")) {
-		t.Errorf("page holds a control character")
+		t.Errorf("%s holds a control character", name)
 	}
+	return root
+}
+
+// checkTraceLinks checks that every link of the pages leads to a page that
+// exists and, when it names an anchor, to an element of that page, and
+// that every row of the index's data leads to its question.
+func checkTraceLinks(t *testing.T, r renderedTraces) {
+	t.Helper()
+	pages := map[string]*tracesNode{TracesHTML: parseTracesXML(t, r.index)}
+	for rel, b := range r.parts {
+		pages[rel] = parseTracesXML(t, b)
+	}
+	idsOf := map[string]map[string]bool{}
+	for rel, root := range pages {
+		idsOf[rel] = map[string]bool{}
+		root.walk(func(n *tracesNode) {
+			if id, ok := n.Attrs["id"]; ok {
+				idsOf[rel][id] = true
+			}
+		})
+	}
+	follow := func(from, href string) {
+		target, anchor, _ := strings.Cut(href, "#")
+		rel := path.Clean(path.Join(path.Dir(from), target))
+		if target == "" {
+			rel = from
+		}
+		ids, ok := idsOf[rel]
+		switch {
+		case !ok:
+			t.Errorf("%s links to %q: no such page", from, href)
+		case anchor != "" && !ids[anchor]:
+			t.Errorf("%s links to %q: no element %q there", from, href, anchor)
+		}
+	}
+	for rel, root := range pages {
+		root.walk(func(n *tracesNode) {
+			if href, ok := n.Attrs["href"]; ok {
+				follow(rel, href)
+			}
+		})
+	}
+	d := r.data(t)
+	for _, row := range d.Rows {
+		v := d.Variants[row.Variant]
+		follow(TracesHTML, fmt.Sprintf("%s/%s/%s#q-%d-%d", d.Dir, v.Anchor, tracePartName(row.Index/d.PartSize+1), row.Variant, row.Index))
+	}
+}
+
+func TestTracesWellFormed(t *testing.T) {
+	tr := tracesFixture()
+	r := renderTraces(t, tr)
+	checkPageSafe(t, TracesHTML, r.index, 2)
+	if want := []string{"traces/v-0/part-0001.html", "traces/v-1/part-0001.html"}; !slices.Equal(r.order, want) {
+		t.Errorf("got pages %q, want %q", r.order, want)
+	}
+	var text strings.Builder
+	for _, rel := range r.order {
+		text.WriteString(checkPageSafe(t, rel, r.parts[rel], 1).allText())
+	}
+	checkTraceLinks(t, r)
 
 	// Every question is a <details> block whose texts read back as given
 	// (escaped once, not twice).
-	var details []*tracesNode
-	root.walk(func(n *tracesNode) {
-		if n.Name == "details" {
-			details = append(details, n)
-		}
-	})
-	var want []string
+	details := r.details(t)
+	var want, got []string
 	for _, v := range tr.Variants {
 		for _, q := range v.Questions {
 			want = append(want, v.Name+"/"+q.ID)
 		}
 	}
-	var got []string
 	for _, d := range details {
 		got = append(got, d.Attrs["data-variant"]+"/"+d.Attrs["data-qid"])
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("details blocks (-want +got):\n%s", diff)
+		t.Fatalf("details blocks (-want +got):\n%s", diff)
 	}
 	i := 0
 	for _, v := range tr.Variants {
@@ -304,7 +433,6 @@ func TestTracesWellFormed(t *testing.T) {
 			}
 		}
 	}
-	text := root.allText()
 	for _, s := range []string{
 		"Control\uFFFDchar and " + tracesInjection + " here.", // evidence, control character replaced
 		`the tower's "city" <where>`,                          // gap description
@@ -314,9 +442,70 @@ func TestTracesWellFormed(t *testing.T) {
 		`{"evidence_global_ids": [1, 1`,                       // raw extractor output of a parse error
 		"Odd & <Title>",
 	} {
-		if !strings.Contains(text, s) {
-			t.Errorf("page does not show %q", s)
+		if !strings.Contains(text.String(), s) {
+			t.Errorf("the pages do not show %q", s)
 		}
+	}
+}
+
+// TestTracesParts writes a variant of 2.5 pages and one of a page exactly:
+// pages hold TracePartSize questions, link to their neighbours, and every
+// row of the index leads to its question.
+func TestTracesParts(t *testing.T) {
+	base := tracesFixture().Variants[0].Questions[0]
+	var many, one TraceVariant
+	many.Name, one.Name = "full", "no-judge"
+	for i := range 2*TracePartSize + TracePartSize/2 {
+		q := base
+		q.ID = fmt.Sprintf("q%03d", i)
+		many.Questions = append(many.Questions, q)
+		if i < TracePartSize {
+			one.Questions = append(one.Questions, q)
+		}
+	}
+	r := renderTraces(t, Traces{Title: "parts", Variants: []TraceVariant{many, one}})
+	want := []string{"traces/v-0/part-0001.html", "traces/v-0/part-0002.html", "traces/v-0/part-0003.html", "traces/v-1/part-0001.html"}
+	if !slices.Equal(r.order, want) {
+		t.Fatalf("got pages %q, want %q", r.order, want)
+	}
+	checkTraceLinks(t, r)
+	nav := func(rel string) []string {
+		var out []string
+		parseTracesXML(t, r.parts[rel]).walk(func(n *tracesNode) {
+			if n.Name == "a" {
+				out = append(out, n.Attrs["href"])
+			}
+		})
+		return out
+	}
+	for rel, want := range map[string][]string{
+		"traces/v-0/part-0001.html": {"../../traces.html", "part-0002.html"},
+		"traces/v-0/part-0002.html": {"../../traces.html", "part-0001.html", "part-0003.html"},
+		"traces/v-0/part-0003.html": {"../../traces.html", "part-0002.html"},
+		"traces/v-1/part-0001.html": {"../../traces.html"},
+	} {
+		if diff := cmp.Diff(want, nav(rel)); diff != "" {
+			t.Errorf("%s: links (-want +got):\n%s", rel, diff)
+		}
+	}
+	if n := len(r.details(t)); n != len(many.Questions)+len(one.Questions) {
+		t.Errorf("got %d questions in the pages, want %d", n, len(many.Questions)+len(one.Questions))
+	}
+	d := r.data(t)
+	if len(d.Questions) != len(many.Questions) || len(d.Rows) != len(many.Questions)+len(one.Questions) ||
+		d.Variants[0].Parts != 3 || d.Variants[1].Parts != 1 {
+		t.Errorf("index: %d questions, %d rows, parts %d and %d; want %d, %d, 3 and 1", len(d.Questions), len(d.Rows),
+			d.Variants[0].Parts, d.Variants[1].Parts, len(many.Questions), len(many.Questions)+len(one.Questions))
+	}
+
+	// Written again with fewer questions, the pages of the first writing
+	// are gone.
+	dir := r.dir
+	if err := WriteTraces(dir, Traces{Title: "fewer", Variants: []TraceVariant{one}}); err != nil {
+		t.Fatal(err)
+	}
+	if again := readTraces(t, dir); !slices.Equal(again.order, []string{"traces/v-0/part-0001.html"}) {
+		t.Errorf("rewritten: got pages %q, want one", again.order)
 	}
 }
 
@@ -338,17 +527,13 @@ func TestTracesFlags(t *testing.T) {
 		}
 	}
 
-	// The page carries the same flags as data- attributes.
-	root := parseTracesXML(t, renderTraces(t, tr))
-	root.walk(func(n *tracesNode) {
-		if n.Name != "details" {
-			return
-		}
+	// The pages carry the same flags as data- attributes.
+	for _, n := range renderTraces(t, tr).details(t) {
 		key := n.Attrs["data-variant"] + "/" + n.Attrs["data-qid"]
 		w, ok := want[key]
 		if !ok {
 			t.Errorf("unexpected question %s", key)
-			return
+			continue
 		}
 		got := TraceFlags{
 			Wrong:         n.Attrs["data-wrong"] == "true",
@@ -359,7 +544,7 @@ func TestTracesFlags(t *testing.T) {
 		if diff := cmp.Diff(w, got); diff != "" {
 			t.Errorf("%s: data- attributes (-want +got):\n%s", key, diff)
 		}
-	})
+	}
 }
 
 func TestTracesFlagRules(t *testing.T) {
@@ -404,34 +589,25 @@ func TestTracesFlagRules(t *testing.T) {
 
 func TestTracesJSON(t *testing.T) {
 	tr := tracesFixture()
-	root := parseTracesXML(t, renderTraces(t, tr))
-	var raw string
-	root.walk(func(n *tracesNode) {
-		if n.Name == "script" && n.Attrs["id"] == "trace-data" {
-			raw = n.Text
-		}
-	})
-	var got traceData
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&got); err != nil {
-		t.Fatalf("embedded JSON: %v\n%s", err, raw)
-	}
+	got := renderTraces(t, tr).data(t)
 	want := traceData{
-		Title: tr.Title,
+		Title: tr.Title, Dir: TracesDir, PartSize: TracePartSize, PerPage: traceRowsPerPage,
 		Variants: []traceVariantData{
-			{Name: "full", Questions: 3, EM: 1.0 / 3, F1: 1.0 / 3, Wrong: 2, PrematureStop: 1, Failed: 1},
-			{Name: "no-judge", Questions: 2, EM: 0.5, F1: (1 + 2.0/3) / 2, Wrong: 1, Exhausted: 2},
+			{Name: "full", Anchor: "v-0", Questions: 3, Parts: 1, EM: 1.0 / 3, F1: 1.0 / 3, Wrong: 2, PrematureStop: 1, Failed: 1},
+			{Name: "no-judge", Anchor: "v-1", Questions: 2, Parts: 1, EM: 0.5, F1: (1 + 2.0/3) / 2, Wrong: 1, Exhausted: 2},
 		},
-		Questions: []traceQuestionData{
-			{Anchor: "q-0-0", Variant: "full", ID: "hp-1", EM: 1, F1: 1, Rounds: 1, States: 2, EndReason: EndSufficient},
-			{Anchor: "q-0-1", Variant: "full", ID: "hp-2&<x>", Rounds: 1, States: 2, EndReason: EndSufficient,
-				TraceFlags: TraceFlags{Wrong: true, PrematureStop: true}},
-			{Anchor: "q-0-2", Variant: "full", ID: "hp-3", EndReason: EndFailed, TraceFlags: TraceFlags{Wrong: true, Failed: true}},
-			{Anchor: "q-1-0", Variant: "no-judge", ID: "hp-1", EM: 1, F1: 1, Rounds: 2, States: 3, EndReason: EndBudget,
-				TraceFlags: TraceFlags{Exhausted: true}},
-			{Anchor: "q-1-1", Variant: "no-judge", ID: "tq-9", F1: 2.0 / 3, Rounds: 1, States: 2, EndReason: EndBudget,
-				TraceFlags: TraceFlags{Wrong: true, Exhausted: true}},
+		Questions: []traceIndexQuestion{
+			{ID: "hp-1", Text: tr.Variants[0].Questions[0].Question},
+			{ID: "hp-2&<x>", Text: "Which 'country' hosts the tower?"},
+			{ID: "hp-3", Text: "Who failed?"},
+			{ID: "tq-9", Text: "Name the city of light"},
+		},
+		Rows: []traceRow{
+			{Variant: 0, Question: 0, EM: 1, F1: 1, Rounds: 1, States: 2, Index: 0},
+			{Variant: 0, Question: 1, Flags: traceFlagWrong | traceFlagPremature, Rounds: 1, States: 2, Index: 1},
+			{Variant: 0, Question: 2, Flags: traceFlagWrong | traceFlagFailed, Index: 2},
+			{Variant: 1, Question: 0, EM: 1, F1: 1, Flags: traceFlagExhausted, Rounds: 2, States: 3, Index: 0},
+			{Variant: 1, Question: 3, F1: 2.0 / 3, Flags: traceFlagWrong | traceFlagExhausted, Rounds: 1, States: 2, Index: 1},
 		},
 	}
 	// Means may differ from the hand-worked ones in the last bit.
@@ -442,7 +618,7 @@ func TestTracesJSON(t *testing.T) {
 	k := 0
 	for _, v := range tr.Variants {
 		for _, q := range v.Questions {
-			if g := got.Questions[k]; g.EM != q.EM || g.F1 != q.F1 {
+			if g := got.Rows[k]; g.EM != q.EM || g.F1 != q.F1 {
 				t.Errorf("%s/%s: got EM %v F1 %v, want %v %v", v.Name, q.ID, g.EM, g.F1, q.EM, q.F1)
 			}
 			k++
@@ -451,23 +627,17 @@ func TestTracesJSON(t *testing.T) {
 }
 
 func TestTracesGolden(t *testing.T) {
-	page := renderTraces(t, tracesFixture())
-	testkit.Golden(t, "traces.html.golden", string(page))
+	r := renderTraces(t, tracesFixture())
+	testkit.Golden(t, "traces.html.golden", string(r.index))
+	testkit.Golden(t, "traces_part.html.golden", string(r.parts["traces/v-0/part-0001.html"]))
 }
 
 func TestTracesEmpty(t *testing.T) {
 	for _, tr := range []Traces{{}, {Title: "none", Variants: []TraceVariant{{Name: "full"}}}} {
-		page := renderTraces(t, tr)
-		root := parseTracesXML(t, page)
-		var raw string
-		root.walk(func(n *tracesNode) {
-			if n.Attrs["id"] == "trace-data" {
-				raw = n.Text
-			}
-		})
-		var got traceData
-		if err := json.Unmarshal([]byte(raw), &got); err != nil {
-			t.Errorf("%+v: embedded JSON: %v", tr, err)
+		r := renderTraces(t, tr)
+		checkPageSafe(t, TracesHTML, r.index, 2)
+		if d := r.data(t); len(d.Rows) != 0 || len(d.Variants) != len(tr.Variants) || len(r.order) != 0 {
+			t.Errorf("%+v: got %d rows, %d variants, pages %q; want none, %d, none", tr, len(d.Rows), len(d.Variants), r.order, len(tr.Variants))
 		}
 	}
 }
@@ -475,18 +645,29 @@ func TestTracesEmpty(t *testing.T) {
 func TestTracesErrors(t *testing.T) {
 	tr := tracesFixture()
 	tr.Variants[0].Questions[1].F1 = math.NaN()
-	if err := WriteTraces(io.Discard, tr); err == nil || !strings.Contains(err.Error(), "hp-2") {
+	dir := t.TempDir()
+	if err := WriteTraces(dir, tr); err == nil || !strings.Contains(err.Error(), "hp-2") {
 		t.Errorf("NaN F1: got error %v, want one naming the question", err)
 	}
-	werr := errors.New("disk full")
-	if err := WriteTraces(tracesFailingWriter{werr}, tracesFixture()); !errors.Is(err, werr) {
-		t.Errorf("failing writer: got error %v, want %v", err, werr)
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a failed writing left %d entries in the folder", len(entries))
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteTraces(file, tracesFixture()); err == nil {
+		t.Error("writing into a file: got no error")
+	}
+	w, err := NewTraceWriter(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := w.Add(TraceQuestion{ID: "q"}); err == nil {
+		t.Error("a question before any variant: got no error")
 	}
 }
-
-type tracesFailingWriter struct{ err error }
-
-func (w tracesFailingWriter) Write([]byte) (int, error) { return 0, w.err }
 
 func TestTraceText(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -504,6 +685,8 @@ func TestTraceText(t *testing.T) {
 	}
 }
 
+// BenchmarkWriteTraces writes the pages of 500 questions (100 copies of
+// the fixture's variants).
 func BenchmarkWriteTraces(b *testing.B) {
 	tr := tracesFixture()
 	base := tr.Variants
@@ -515,116 +698,93 @@ func BenchmarkWriteTraces(b *testing.B) {
 	for _, v := range tr.Variants {
 		n += len(v.Questions)
 	}
+	dir := b.TempDir()
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := WriteTraces(io.Discard, tr); err != nil {
+		if err := WriteTraces(dir, tr); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "questions/s")
 }
 
-// tracesDOMStub runs the page's script against a minimal stand-in for the
-// DOM built from the page's elements, drives its filters and prints, per
-// scenario, the questions shown, the hidden variant sections, the count
-// line and the open questions. Input on stdin: {"data", "script",
-// "questions": [{"id", "section", "attrs"}], "sections": [ids], "hash"}.
+// tracesDOMStub runs the index page's script against a minimal stand-in
+// for the DOM, drives its filters and pager and prints, per scenario, the
+// rows shown (cells and link), the count line and the pager. Input on
+// stdin: {"data", "script"}; the data's per_page is set to 2 so that a
+// few questions make several pages.
 const tracesDOMStub = `
 const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
-const byId = {};
-function node(id, props) {
-  const n = Object.assign({id: id, hidden: false, open: false, listeners: {}, attrs: {},
-    getAttribute(k) { return k in this.attrs ? this.attrs[k] : null; },
+const data = JSON.parse(input.data);
+data.per_page = 2;
+function el(tag, props) {
+  const n = Object.assign({tagName: tag, hidden: false, disabled: false, className: "", attrs: {}, children: [], listeners: {},
+    _text: "",
+    get textContent() { return this._text + this.children.map(c => c.textContent).join(""); },
+    set textContent(v) { this._text = String(v); this.children = []; },
+    setAttribute(k, v) { this.attrs[k] = String(v); },
+    appendChild(c) { this.children.push(c); return c; },
     addEventListener(t, f) { (this.listeners[t] = this.listeners[t] || []).push(f); },
     fire(t) { (this.listeners[t] || []).forEach(f => f({preventDefault() {}})); }}, props);
-  byId[id] = n;
   return n;
 }
-node("trace-data", {textContent: input.data});
-const form = node("filters", {hidden: true});
-node("f-variant", {value: ""});
-node("f-text", {value: ""});
-node("f-count", {textContent: ""});
-for (const b of ["f-wrong", "f-premature", "f-exhausted", "f-failed"]) node(b, {checked: false});
-node("f-open", {});
-node("f-close", {});
-const questions = input.questions.map(q => node(q.id, {tagName: "DETAILS", attrs: q.attrs, section: q.section}));
-const sections = input.sections.map(id => node(id, {tagName: "SECTION",
-  querySelector(sel) {
-    if (sel !== "details.question:not([hidden])") throw new Error("unexpected selector " + sel);
-    return questions.find(q => q.section === id ? !q.hidden : false) || null;
-  }}));
-global.document = {
-  getElementById: id => byId[id] || null,
-  querySelectorAll(sel) {
-    if (sel === "details.question") return questions;
-    if (sel === "section.variant") return sections;
-    throw new Error("unexpected selector " + sel);
-  },
-};
-global.location = {hash: input.hash};
-global.window = {addEventListener() {}};
+const byId = {};
+for (const id of ["filters", "results", "rows", "pager", "p-info", "p-prev", "p-next", "f-count"]) byId[id] = el("x");
+byId["trace-data"] = el("script");
+byId["trace-data"].textContent = JSON.stringify(data);
+byId["f-variant"] = el("select", {value: ""});
+byId["f-text"] = el("input", {value: ""});
+for (const b of ["f-wrong", "f-premature", "f-exhausted", "f-failed"]) byId[b] = el("input", {checked: false});
+byId["filters"].hidden = true;
+const root = el("html");
+global.document = {getElementById: id => byId[id] || null, createElement: t => el(t), documentElement: root};
 eval(input.script);
 function snap(name) {
-  return {name: name, form_hidden: form.hidden,
-    shown: questions.filter(q => !q.hidden).map(q => q.id),
-    hidden_sections: sections.filter(s => s.hidden).map(s => s.id),
-    count: byId["f-count"].textContent,
-    open: questions.filter(q => q.open).map(q => q.id)};
+  return {name: name, form_hidden: byId["filters"].hidden, table_hidden: byId["results"].hidden,
+    rows: byId["rows"].children.map(tr => tr.children.map(td => td.children.length && td.children[0].tagName === "a" ?
+      td.children[0].attrs.href + " " + td.textContent : td.textContent).join(" | ")),
+    count: byId["f-count"].textContent, page: byId["p-info"].textContent,
+    prev: !byId["p-prev"].disabled, next: !byId["p-next"].disabled,
+    ready: "data-ready-ms" in root.attrs};
 }
 function set(changes) {
   byId["f-variant"].value = changes.variant || "";
   byId["f-text"].value = changes.text || "";
   for (const b of ["wrong", "premature", "exhausted", "failed"]) byId["f-" + b].checked = !!changes[b];
-  form.fire("change");
+  byId["filters"].fire("change");
 }
 const out = [snap("initial")];
+byId["p-next"].fire("click"); out.push(snap("next"));
+byId["p-next"].fire("click"); out.push(snap("next again"));
+byId["p-next"].fire("click"); out.push(snap("past the end"));
+byId["p-prev"].fire("click"); out.push(snap("previous"));
 for (const [name, c] of [
-  ["wrong", {wrong: true}], ["wrong no-judge", {wrong: true, variant: "no-judge"}],
+  ["wrong", {wrong: true}], ["wrong no-judge", {wrong: true, variant: "1"}],
   ["premature", {premature: true}], ["exhausted", {exhausted: true}], ["failed", {failed: true}],
-  ["text", {text: "  EIFFEL "}], ["text markup", {text: "<script>"}], ["nothing", {text: "no such question"}],
+  ["text", {text: "  EIFFEL "}], ["text markup", {text: "<script>"}], ["id", {text: "TQ-9"}], ["nothing", {text: "no such question"}],
 ]) { set(c); out.push(snap(name)); }
-set({wrong: true});
-byId["f-open"].fire("click");
-out.push(snap("open shown"));
-byId["f-close"].fire("click");
-out.push(snap("close all"));
 console.log(JSON.stringify(out));
 `
 
-// TestTracesScript checks the page's filters by running its script in
-// Node against a stand-in DOM; it is skipped where node is not installed.
+// TestTracesScript checks the index page's filters and pager by running
+// its script in Node against a stand-in DOM; it is skipped where node is
+// not installed. (make e2e-browser runs the page in a real browser.)
 func TestTracesScript(t *testing.T) {
 	nodeBin, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not installed")
 	}
-	root := parseTracesXML(t, renderTraces(t, tracesFixture()))
-	type question struct {
-		ID      string            `json:"id"`
-		Section string            `json:"section"`
-		Attrs   map[string]string `json:"attrs"`
+	r := renderTraces(t, tracesFixture())
+	var in struct {
+		Data   string `json:"data"`
+		Script string `json:"script"`
 	}
-	in := struct {
-		Data      string     `json:"data"`
-		Script    string     `json:"script"`
-		Questions []question `json:"questions"`
-		Sections  []string   `json:"sections"`
-		Hash      string     `json:"hash"`
-	}{Hash: "#q-0-1"}
-	root.walk(func(n *tracesNode) {
+	parseTracesXML(t, r.index).walk(func(n *tracesNode) {
 		switch {
 		case n.Name == "script" && n.Attrs["id"] == "trace-data":
 			in.Data = n.Text
 		case n.Name == "script":
 			in.Script = n.Text
-		case n.Name == "section":
-			in.Sections = append(in.Sections, n.Attrs["id"])
-			for _, d := range n.Children {
-				if d.Name == "details" {
-					in.Questions = append(in.Questions, question{ID: d.Attrs["id"], Section: n.Attrs["id"], Attrs: d.Attrs})
-				}
-			}
 		}
 	})
 	stdin, err := json.Marshal(in)
@@ -640,31 +800,45 @@ func TestTracesScript(t *testing.T) {
 		t.Fatalf("node: %v\n%s", err, stderr.String())
 	}
 	type snap struct {
-		Name           string   `json:"name"`
-		FormHidden     bool     `json:"form_hidden"`
-		Shown          []string `json:"shown"`
-		HiddenSections []string `json:"hidden_sections"`
-		Count          string   `json:"count"`
-		Open           []string `json:"open"`
+		Name        string   `json:"name"`
+		FormHidden  bool     `json:"form_hidden"`
+		TableHidden bool     `json:"table_hidden"`
+		Rows        []string `json:"rows"`
+		Count       string   `json:"count"`
+		Page        string   `json:"page"`
+		Prev        bool     `json:"prev"`
+		Next        bool     `json:"next"`
+		Ready       bool     `json:"ready"`
 	}
 	var got []snap
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("node output: %v\n%s", err, out)
 	}
-	all := []string{"q-0-0", "q-0-1", "q-0-2", "q-1-0", "q-1-1"}
-	none := []string{}
+	q1 := tracesFixture().Variants[0].Questions[0].Question
+	row := map[string]string{
+		"full/hp-1":     "full | traces/v-0/part-0001.html#q-0-0 " + q1 + " | hp-1 | 1.00 | 1.00 |  | 1",
+		"full/hp-2":     "full | traces/v-0/part-0001.html#q-0-1 Which 'country' hosts the tower? | hp-2&<x> | 0.00 | 0.00 | wrongpremature stop | 1",
+		"full/hp-3":     "full | traces/v-0/part-0001.html#q-0-2 Who failed? | hp-3 | 0.00 | 0.00 | wrongfailed | 0",
+		"no-judge/hp-1": "no-judge | traces/v-1/part-0001.html#q-1-0 " + q1 + " | hp-1 | 1.00 | 1.00 | budget spent | 2",
+		"no-judge/tq-9": "no-judge | traces/v-1/part-0001.html#q-1-1 Name the city of light | tq-9 | 0.00 | 0.67 | wrongbudget spent | 1",
+	}
+	all := "5 of 5 questions shown, EM 40.0, F1 53.3"
+	wrong := "3 of 5 questions shown, EM 0.0, F1 22.2"
 	want := []snap{
-		{"initial", false, all, none, "5 of 5 questions shown, EM 40.0, F1 53.3", []string{"q-0-1"}},
-		{"wrong", false, []string{"q-0-1", "q-0-2", "q-1-1"}, none, "3 of 5 questions shown, EM 0.0, F1 22.2", []string{"q-0-1"}},
-		{"wrong no-judge", false, []string{"q-1-1"}, []string{"v-0"}, "1 of 5 questions shown, EM 0.0, F1 66.7", []string{"q-0-1"}},
-		{"premature", false, []string{"q-0-1"}, []string{"v-1"}, "1 of 5 questions shown, EM 0.0, F1 0.0", []string{"q-0-1"}},
-		{"exhausted", false, []string{"q-1-0", "q-1-1"}, []string{"v-0"}, "2 of 5 questions shown, EM 50.0, F1 83.3", []string{"q-0-1"}},
-		{"failed", false, []string{"q-0-2"}, []string{"v-1"}, "1 of 5 questions shown, EM 0.0, F1 0.0", []string{"q-0-1"}},
-		{"text", false, []string{"q-0-0", "q-1-0"}, none, "2 of 5 questions shown, EM 100.0, F1 100.0", []string{"q-0-1"}},
-		{"text markup", false, []string{"q-0-0", "q-1-0"}, none, "2 of 5 questions shown, EM 100.0, F1 100.0", []string{"q-0-1"}},
-		{"nothing", false, none, []string{"v-0", "v-1"}, "0 of 5 questions shown", []string{"q-0-1"}},
-		{"open shown", false, []string{"q-0-1", "q-0-2", "q-1-1"}, none, "3 of 5 questions shown, EM 0.0, F1 22.2", []string{"q-0-1", "q-0-2", "q-1-1"}},
-		{"close all", false, []string{"q-0-1", "q-0-2", "q-1-1"}, none, "3 of 5 questions shown, EM 0.0, F1 22.2", none},
+		{"initial", false, false, []string{row["full/hp-1"], row["full/hp-2"]}, all, "1-2 of 5", false, true, true},
+		{"next", false, false, []string{row["full/hp-3"], row["no-judge/hp-1"]}, all, "3-4 of 5", true, true, true},
+		{"next again", false, false, []string{row["no-judge/tq-9"]}, all, "5-5 of 5", true, false, true},
+		{"past the end", false, false, []string{row["no-judge/tq-9"]}, all, "5-5 of 5", true, false, true},
+		{"previous", false, false, []string{row["full/hp-3"], row["no-judge/hp-1"]}, all, "3-4 of 5", true, true, true},
+		{"wrong", false, false, []string{row["full/hp-2"], row["full/hp-3"]}, wrong, "1-2 of 3", false, true, true},
+		{"wrong no-judge", false, false, []string{row["no-judge/tq-9"]}, "1 of 5 questions shown, EM 0.0, F1 66.7", "1-1 of 1", false, false, true},
+		{"premature", false, false, []string{row["full/hp-2"]}, "1 of 5 questions shown, EM 0.0, F1 0.0", "1-1 of 1", false, false, true},
+		{"exhausted", false, false, []string{row["no-judge/hp-1"], row["no-judge/tq-9"]}, "2 of 5 questions shown, EM 50.0, F1 83.3", "1-2 of 2", false, false, true},
+		{"failed", false, false, []string{row["full/hp-3"]}, "1 of 5 questions shown, EM 0.0, F1 0.0", "1-1 of 1", false, false, true},
+		{"text", false, false, []string{row["full/hp-1"], row["no-judge/hp-1"]}, "2 of 5 questions shown, EM 100.0, F1 100.0", "1-2 of 2", false, false, true},
+		{"text markup", false, false, []string{row["full/hp-1"], row["no-judge/hp-1"]}, "2 of 5 questions shown, EM 100.0, F1 100.0", "1-2 of 2", false, false, true},
+		{"id", false, false, []string{row["no-judge/tq-9"]}, "1 of 5 questions shown, EM 0.0, F1 66.7", "1-1 of 1", false, false, true},
+		{"nothing", false, true, nil, "0 of 5 questions shown", "", false, false, true},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("filters (-want +got):\n%s", diff)

@@ -19,9 +19,11 @@
 //  3. self-contradictory (only with DropSelfContradictory): a sample
 //     contradicted itself.
 //  4. contradicts-strong-positive: insufficient, while at least 70% of the
-//     gold titles and the answer are in the context.
+//     gold titles are in the context and it states the answer (the answer
+//     string; for yes/no and comparison questions, the supporting sentences
+//     or all gold titles: data.Truth, the retrieval truth every stage uses).
 //  5. contradicts-strong-negative: sufficient, while at most 10% of the
-//     gold titles and no answer are in the context.
+//     gold titles are in the context and it does not state the answer.
 //  6. The verdict is normalised (the gap items of a sufficient verdict
 //     cleared; categories mapped by data.NormalizeCategory; an empty target
 //     set to "Answer"; repeats on data.GapKey removed, the first kept), then

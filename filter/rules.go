@@ -152,10 +152,10 @@ func (rs rules) reason(r rule, l *data.Label, bal balance) string {
 		}
 		return "a sample contradicted itself: " + strings.Join(l.Contradictions, "; ")
 	case ruleContradictsStrongPositive:
-		return fmt.Sprintf("teacher said insufficient but %d/%d gold titles and the answer are in the context",
+		return fmt.Sprintf("teacher said insufficient but %d/%d gold titles are in the context and it states the answer",
 			l.TruthTitlesFound, len(l.GoldTitles))
 	case ruleContradictsStrongNegative:
-		return fmt.Sprintf("teacher said sufficient but %d/%d gold titles and no answer are in the context",
+		return fmt.Sprintf("teacher said sufficient but %d/%d gold titles are in the context and it does not state the answer",
 			l.TruthTitlesFound, len(l.GoldTitles))
 	case ruleEmptyGaps:
 		return "teacher said insufficient but named no gap item"

@@ -75,7 +75,7 @@ func TestRules(t *testing.T) {
 			opts:       Options{MinAgreement: -1},
 			row:        lbl("q", 0, asStrongPositive, insufficient(someGap)),
 			wantRule:   RuleContradictsStrongPositive,
-			wantReason: "teacher said insufficient but 2/2 gold titles and the answer are in the context",
+			wantReason: "teacher said insufficient but 2/2 gold titles are in the context and it states the answer",
 		},
 		{
 			name: "strong positive judged sufficient kept",
@@ -87,7 +87,7 @@ func TestRules(t *testing.T) {
 			opts:       Options{MinAgreement: -1},
 			row:        lbl("q", 0, asStrongNegative),
 			wantRule:   RuleContradictsStrongNegative,
-			wantReason: "teacher said sufficient but 0/2 gold titles and no answer are in the context",
+			wantReason: "teacher said sufficient but 0/2 gold titles are in the context and it does not state the answer",
 		},
 		{
 			name: "strong negative judged insufficient kept",
@@ -99,7 +99,7 @@ func TestRules(t *testing.T) {
 			opts:       Options{MinAgreement: -1},
 			row:        lbl("q", 0, asStrongPositive, insufficient()),
 			wantRule:   RuleContradictsStrongPositive,
-			wantReason: "teacher said insufficient but 2/2 gold titles and the answer are in the context",
+			wantReason: "teacher said insufficient but 2/2 gold titles are in the context and it states the answer",
 		},
 		{
 			name:       "empty-gaps",

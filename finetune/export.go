@@ -182,10 +182,10 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		rel := func(name string) string { return filepath.Join(DataDir, name) }
 		if split.name == "train" {
 			sum.Files.TrainOpenAI, sum.Files.TrainShareGPT, sum.Files.TrainParquet = rel(jsonl), rel(sharegpt), rel(pq)
-			sum.Files.TrainExamples = len(exs)
+			sum.Files.TrainExamples, sum.Files.TrainQuestions = len(exs), questionIDs(exs)
 		} else {
 			sum.Files.ValOpenAI, sum.Files.ValShareGPT, sum.Files.ValParquet = rel(jsonl), rel(sharegpt), rel(pq)
-			sum.Files.ValExamples = len(exs)
+			sum.Files.ValExamples, sum.Files.ValQuestions = len(exs), questionIDs(exs)
 		}
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
@@ -292,4 +292,17 @@ func summarise(exs []Example, opts ExportOptions) SplitSummary {
 	pct := func(p float64) int { return lengths[min(len(lengths)-1, int(p*float64(len(lengths))))] }
 	s.TokensP50, s.TokensP90, s.TokensP99, s.TokensMax = pct(0.5), pct(0.9), pct(0.99), lengths[len(lengths)-1]
 	return s
+}
+
+// questionIDs returns the question ids of examples, each once, in order.
+func questionIDs(exs []Example) []string {
+	var ids []string
+	seen := map[string]bool{}
+	for _, e := range exs {
+		if !seen[e.QuestionID] {
+			seen[e.QuestionID] = true
+			ids = append(ids, e.QuestionID)
+		}
+	}
+	return ids
 }

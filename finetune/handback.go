@@ -30,6 +30,7 @@ func NewHandback(job Job, st State) (judge.Handback, error) {
 		FineTunedModel: st.Result.FineTunedModel, AdapterDir: abs(st.Result.AdapterDir), ModelFile: abs(st.Result.ModelFile),
 		TemplateHash: job.Files.TemplateHash, DataHash: job.Files.DataHash,
 		TrainExamples: job.Files.TrainExamples, ValExamples: job.Files.ValExamples,
+		TrainQuestions: job.Files.TrainQuestions, ValQuestions: job.Files.ValQuestions,
 		Metrics: st.Result.Metrics, FinishedAt: st.FinishedAt,
 	}
 	if h.ModelFile == "" {

@@ -38,12 +38,18 @@ type Handback struct {
 	Hyperparameters json.RawMessage `json:"hyperparameters,omitempty"`
 	// Data and template: the judge must be used with the template it was
 	// trained on (TemplateHash when trained by this build).
-	TemplateHash  string             `json:"template_hash"`
-	DataHash      string             `json:"data_hash"`
-	TrainExamples int                `json:"train_examples"`
-	ValExamples   int                `json:"val_examples"`
-	Metrics       map[string]float64 `json:"metrics,omitempty"`
-	FinishedAt    time.Time          `json:"finished_at"`
+	TemplateHash  string `json:"template_hash"`
+	DataHash      string `json:"data_hash"`
+	TrainExamples int    `json:"train_examples"`
+	ValExamples   int    `json:"val_examples"`
+	// TrainQuestions and ValQuestions are the ids of the questions whose
+	// states the judge was trained and validated on (distill filter's
+	// split), so that a benchmark can tell when it measures the judge on
+	// them; empty in hand-backs written before they were recorded.
+	TrainQuestions []string           `json:"train_questions,omitempty"`
+	ValQuestions   []string           `json:"val_questions,omitempty"`
+	Metrics        map[string]float64 `json:"metrics,omitempty"`
+	FinishedAt     time.Time          `json:"finished_at"`
 	// Commands to serve the judge and to run the loop with it.
 	Serve string `json:"serve,omitempty"`
 	Use   string `json:"use"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/distill-rag/distill/data"
@@ -44,14 +45,16 @@ const (
 )
 
 // RetrievalTruth is the built-in teacher that needs no model: it labels a
-// state from the question's gold supporting titles and answers. It is a
-// baseline, and the cross-check of model teachers: a state is sufficient
-// when every gold title is in the evidence and a gold answer appears in it
-// (data.Truth.Complete); otherwise it names one gap item per missing gold
-// title (category evidence_span, target the title), and, when the titles
-// are all there but no answer is, one gap item for the answer. A question
-// without gold titles is sufficient when the answer appears in the evidence.
-// It is deterministic: every sample is the same.
+// state from the question's gold supporting titles, sentences and answers.
+// It is a baseline, and the cross-check of model teachers: a state is
+// sufficient exactly when retrieval truth calls it complete
+// (data.Truth.Complete, the filter's strong positive, so that its labels
+// never contradict the filter's rules); otherwise it names one gap item per
+// missing gold title (category evidence_span, target the title), then, when
+// the titles are all there, one per missing supporting sentence or, when
+// the answer is expected in the evidence and is not, one gap item for the
+// answer. A question without gold titles is sufficient when the answer
+// appears in the evidence. It is deterministic: every sample is the same.
 type RetrievalTruth struct{}
 
 // RetrievalTruthModel is the model name the built-in teacher records; its
@@ -59,7 +62,7 @@ type RetrievalTruth struct{}
 const RetrievalTruthModel = "retrieval-truth (built-in baseline)"
 
 // RetrievalTruthTemplate changes whenever the rules of RetrievalTruth do.
-var RetrievalTruthTemplate = data.TemplateHash("retrieval-truth", "v1")
+var RetrievalTruthTemplate = data.TemplateHash("retrieval-truth", "v2")
 
 // Label implements Teacher.
 func (RetrievalTruth) Label(ctx context.Context, it Item, sample int) (data.LabelSample, error) {
@@ -93,6 +96,16 @@ func TruthVerdict(q data.Question, evidence []data.Evidence) data.Verdict {
 			Description: fmt.Sprintf("Find what %s says that helps answer the question.", title),
 		})
 	}
+	if len(gaps) == 0 && !t.AnswerExpected {
+		for _, f := range t.MissingFacts {
+			gaps = append(gaps, data.GapItem{
+				Category:    data.CategoryEvidenceSpan,
+				Target:      f.Title,
+				Slot:        "supporting sentence",
+				Description: fmt.Sprintf("Find the statement of %s that the answer rests on.", f.Title),
+			})
+		}
+	}
 	if len(gaps) == 0 {
 		gaps = append(gaps, data.GapItem{
 			Category:    data.CategoryAttribute,
@@ -101,7 +114,19 @@ func TruthVerdict(q data.Question, evidence []data.Evidence) data.Verdict {
 			Description: "Find a statement of the answer itself.",
 		})
 	}
-	return data.Verdict{Sufficient: false, GapItems: gaps}
+	return data.Verdict{Sufficient: false, GapItems: dedupGaps(gaps)}
+}
+
+// dedupGaps drops repeated gap items (two missing sentences of one title
+// make one item).
+func dedupGaps(gaps []data.GapItem) []data.GapItem {
+	out := gaps[:0]
+	for _, g := range gaps {
+		if !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // The teacher's instructions, written for this project from the facts of

@@ -33,6 +33,7 @@ func commands() []*cli.Command {
 		filterCommand(),
 		trainCommand(),
 		benchCommand(),
+		scoreCommand(),
 		versionCommand(),
 	}, fakeCommands()...)
 }

@@ -35,12 +35,13 @@ func benchCommand() *cli.Command {
 		&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
 		&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultBenchOut + ")"},
 		&cli.StringFlag{Name: "variants", Usage: "comma-separated variants (default: every one the roles allow): " + strings.Join(eval.VariantNames(), ", ")},
-		&cli.IntFlag{Name: "limit", Value: eval.DefaultLimit, Usage: "the first `N` unique questions (0: all)"},
+		&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("run only the first `N` unique questions (default 0: every one; the paper's evaluation is %d)", eval.PaperLimit)},
 		&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once per variant", EnvVars: []string{"DISTILL_WORKERS"}},
 		&cli.IntFlag{Name: "parallel", Usage: "variants run at once (default: all)"},
 		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
 		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
+		scoringFlag(),
 		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judge.Kinds(), ", ")},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 		&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1 (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
@@ -60,8 +61,9 @@ func benchCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:  "bench",
 		Usage: "evaluate the judge inside the full loop: EM, F1, retrieval, calibration, compression, latency, ablations",
-		Description: `Runs each variant over the same questions (the first --limit unique ids, as the reference
-evaluation does) with one retriever, each variant a resumable rollout in OUT/variants/NAME:
+		Description: `Runs each variant over the same questions (every question, or the first --limit unique
+ids: --limit 1000 as the reference evaluation) with one retriever, each variant a resumable
+rollout in OUT/variants/NAME:
   full           the configured judge and extractor (early stop)
   no-sft         the untuned judge (--base-judge) in the same loop
   no-judge       no sufficiency decision: every retrieval spent, bare-question queries
@@ -72,12 +74,16 @@ evaluation does) with one retriever, each variant a resumable rollout in OUT/var
   abstractive    one short query-focused summary per document
 Then it writes OUT/report.md (the paper's tables: EM/F1, correct retrieval, rounds,
 compression, latency, cost; calibration against retrieval truth), OUT/report.json (every
-number), SVG plots, and OUT/traces.html, a page to audit every question round by round.
+number, with each variant compared with full question by question: paired differences,
+bootstrap intervals, McNemar's test), OUT/scores.jsonl, SVG plots, and OUT/traces.html, an
+index of every question linking to pages (OUT/traces/) that audit them round by round.
+With --judge-from, it warns when its questions include the judge's training questions.
 
 With no flags it runs on the bundled sample with the built-in components, offline, into
 ` + defaultBenchOut + `. --judge-from DIR takes the judge distill train handed back; it is refused
 when its prompt template differs from this build's, unless --allow-template-mismatch.
-distill bench compare A B prints the differences between two reports.`,
+distill bench compare A B prints the differences between two reports, and the paired
+statistics when A and B are benchmark directories.`,
 		Flags:  append(append(append(flags, contextWindowFlag()), modelFlags()...), retrieverFlags()...),
 		Action: benchAction,
 		Subcommands: []*cli.Command{{
@@ -91,6 +97,7 @@ distill bench compare A B prints the differences between two reports.`,
 				&cli.StringFlag{Name: "dataset", Usage: "the bundled dataset the shards ran: " + datasetSample},
 				&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report"},
 				&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
+				scoringFlag(),
 			},
 			Action: benchMergeAction,
 		}},
@@ -123,13 +130,14 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return usageErrorf("bench: --shard: %w", err)
 	}
-	opts := eval.Options{
-		Shard: shard,
-		Out:   c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
-		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
+	scoring, err := eval.ParseScoring(c.String("scoring"))
+	if err != nil {
+		return usageErrorf("bench: --scoring: %w", err)
 	}
-	if opts.Limit == 0 {
-		opts.Limit = -1
+	opts := eval.Options{
+		Shard: shard, Scoring: scoring,
+		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
+		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
@@ -168,6 +176,14 @@ func benchAction(c *cli.Context) error {
 	models, err := newBenchModels(c, retriever)
 	if err != nil {
 		return err
+	}
+	if dir := c.Path("judge-from"); dir != "" {
+		h, err := judge.ReadHandback(dir)
+		if err != nil {
+			return err
+		}
+		opts.JudgeTraining = &eval.JudgeTraining{Source: filepath.Join(dir, judge.HandbackFile),
+			Questions: slices.Concat(h.TrainQuestions, h.ValQuestions), Known: len(h.TrainQuestions)+len(h.ValQuestions) > 0}
 	}
 	opts.SetupFor = models.setup
 	opts.Usage = models.usage
@@ -242,14 +258,18 @@ func benchMergeAction(c *cli.Context) error {
 	case c.Path("questions") == "" && c.String("dataset") != datasetSample:
 		return usageErrorf("bench merge: give the questions the shards ran: --questions FILE or --dataset %s", datasetSample)
 	}
-	opts := eval.Options{Version: versionString(), Dataset: c.String("name")}
+	scoring, err := eval.ParseScoring(c.String("scoring"))
+	if err != nil {
+		return usageErrorf("bench merge: --scoring: %w", err)
+	}
+	opts := eval.Options{Version: versionString(), Dataset: c.String("name"), Scoring: scoring}
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
 	}
 	if _, err := benchQuestions(c, &opts); err != nil {
 		return err
 	}
-	_, err := eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
+	_, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
 	switch {
 	case errors.Is(err, runner.ErrOutExists):
 		return usageErrorf("bench merge: %s is not empty: choose another --out", out)
@@ -270,16 +290,13 @@ func benchCompareAction(c *cli.Context) error {
 	if c.NArg() != 2 {
 		return usageErrorf("bench compare: want two reports (report.json files or benchmark directories)")
 	}
-	var reps [2]eval.Report
+	var reps [2]eval.Benchmark
 	for i, p := range c.Args().Slice() {
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			p = filepath.Join(p, eval.ReportJSON)
-		}
-		r, err := eval.ReadReport(p)
+		bm, err := eval.OpenBenchmark(p)
 		if err != nil {
 			return err
 		}
-		reps[i] = r
+		reps[i] = bm
 	}
 	return eval.Compare(c.App.Writer, reps[0], reps[1])
 }

@@ -48,6 +48,14 @@ func TestBenchOffline(t *testing.T) {
 	if err != nil || len(trained.Variants) != 2 || !strings.Contains(trained.Variants[0].Roles["judge"], "builtin-linear-judge") {
 		t.Fatalf("trained report: %+v, %v", trained.Variants, err)
 	}
+	// The judge was trained on the sample's questions, which the benchmark
+	// ran again: it says so, loudly, in its log and its report.
+	if l := trained.Leakage; l == nil || !l.Known || l.Overlap == 0 || l.Questions != 40 {
+		t.Errorf("trained report: leakage %+v, want the overlap of the 40 questions with the training questions", l)
+	}
+	if !strings.Contains(r.stdout, "WARNING: LEAKAGE") || !strings.Contains(r.stderr, "LEAKAGE") {
+		t.Errorf("bench on the judge's training questions does not warn: stdout %q, stderr %q", r.stdout[:min(len(r.stdout), 400)], r.stderr)
+	}
 	r = runDistill(t, "bench", "compare", defaultBenchOut, "trained")
 	if r.code != 0 || !strings.Contains(r.stdout, "full") || !strings.Contains(r.stdout, "only in") {
 		t.Errorf("compare: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)

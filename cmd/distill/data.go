@@ -33,8 +33,11 @@ func dataImportCommand() *cli.Command {
 		Description: `Reads a question file in its dataset's own layout and writes DIR/questions.parquet
 and, when there is a corpus, DIR/corpus.parquet. HotpotQA, 2Wiki and MuSiQue files
 carry context paragraphs: their unique paragraphs become the corpus (doc id = sha1 of
-title + "\n" + text) unless --corpus names a corpus file. --dataset sample imports
-the bundled synthetic sample instead of a file.`,
+title + "\n" + text) unless --corpus names a corpus file; then gold titles are looked
+up in that corpus, and a HotpotQA fullwiki record whose context lacks them (or is empty)
+is imported and counted. TriviaQA (--format triviaqa) is read in its original layout
+({"Data": [...]}) or FlashRAG's. --dataset sample imports the bundled synthetic sample
+instead of a file.`,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Usage: "question file layout: " + names(data.QuestionFormats())},
 			&cli.PathFlag{Name: "in", Usage: "question `FILE` (JSON list or JSONL, optionally .gz)", TakesFile: true},
@@ -93,6 +96,7 @@ the bundled synthetic sample instead of a file.`,
 				{"duplicate passages", res.DuplicatePassages}, {"empty passages", res.EmptyPassages},
 				{"bad records skipped", res.BadRecords}, {"unresolved supporting facts", res.UnresolvedFacts},
 				{"questions with all gold titles in the corpus", res.QuestionsWithAllGoldTitles},
+				{"questions missing gold titles", res.QuestionsMissingGoldTitles},
 				{"questions file", res.QuestionsPath},
 			}
 			if res.CorpusPath != "" {

@@ -1,0 +1,60 @@
+package eval
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLeakage(t *testing.T) {
+	ids := []string{"a", "b", "c", "d"}
+	tests := []struct {
+		name      string
+		training  *JudgeTraining
+		want      *Leakage
+		wantWords string
+		wantLog   string
+	}{
+		{"no trained judge", nil, nil, "", ""},
+		{"not recorded", &JudgeTraining{Source: "j/model.json"}, &Leakage{Source: "j/model.json", Questions: 4},
+			"not checked for leakage", "does not record its training questions"},
+		{"no overlap", &JudgeTraining{Source: "j/model.json", Known: true, Questions: []string{"x", "y", "x"}},
+			&Leakage{Source: "j/model.json", Known: true, TrainingQuestions: 2, Questions: 4}, "", ""},
+		{"overlap", &JudgeTraining{Source: "j/model.json", Known: true, Questions: []string{"c", "x", "a"}},
+			&Leakage{Source: "j/model.json", Known: true, TrainingQuestions: 3, Questions: 4, Overlap: 2, IDs: []string{"a", "c"}},
+			"WARNING: LEAKAGE.** 2 of the 4 questions of this benchmark were used to train or validate the judge", "LEAKAGE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.training.leakage(ids)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("leakage (-want +got):\n%s", diff)
+			}
+			if w := got.words(); (tt.wantWords == "") != (w == "") || !strings.Contains(w, tt.wantWords) {
+				t.Errorf("words %q, want %q", w, tt.wantWords)
+			}
+			var log bytes.Buffer
+			got.warn(slog.New(slog.NewTextHandler(&log, nil)), "test")
+			if (tt.wantLog == "") != (log.Len() == 0) || !strings.Contains(log.String(), tt.wantLog) {
+				t.Errorf("log %q, want %q", log.String(), tt.wantLog)
+			}
+		})
+	}
+}
+
+// TestLeakageReport: the warning opens report.md, before the results.
+func TestLeakageReport(t *testing.T) {
+	r := testReport(t)
+	r.Leakage = (&JudgeTraining{Source: "judge/model.json", Known: true, Questions: []string{"q2"}}).leakage([]string{"q1", "q2"})
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, r); err != nil {
+		t.Fatal(err)
+	}
+	i, j := strings.Index(md.String(), "WARNING: LEAKAGE"), strings.Index(md.String(), "## Results")
+	if i < 0 || i > j {
+		t.Errorf("report.md does not open on the leakage warning:\n%s", md.String()[:min(md.Len(), 800)])
+	}
+}

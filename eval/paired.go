@@ -1,0 +1,318 @@
+package eval
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+)
+
+// The settings of the paired statistics. The bootstrap is seeded, so that a
+// report is the same every time it is computed from the same scores.
+const (
+	// BootstrapResamples is the number of bootstrap resamples of the
+	// questions behind each interval.
+	BootstrapResamples = 10000
+	// BootstrapSeed seeds the resampling.
+	BootstrapSeed = 42
+	// Confidence is the coverage of the intervals, and 1 - Confidence the
+	// level below which McNemar's p is called significant.
+	Confidence = 0.95
+	// Baseline is the variant the others are compared with.
+	Baseline = "full"
+)
+
+// ScoreRow is one question's scores in one variant: what paired statistics
+// need, and what OUT/scores.jsonl holds one line of.
+type ScoreRow struct {
+	Variant string  `json:"variant"`
+	ID      string  `json:"id"`
+	EM      float64 `json:"em"`
+	F1      float64 `json:"f1"`
+	// Calibration counts the question's measured judge calls (see
+	// Calibration).
+	Calibration Confusion `json:"calibration"`
+}
+
+// scoreRow is the ScoreRow of a question's result.
+func scoreRow(variant string, r QuestionResult) ScoreRow {
+	row := ScoreRow{Variant: variant, ID: r.ID, EM: r.EM, F1: r.F1}
+	for _, j := range r.Judgments {
+		if j.Measured {
+			row.Calibration.add(j)
+		}
+	}
+	return row
+}
+
+// add counts one measured judgment.
+func (c *Confusion) add(j Judgment) {
+	switch {
+	case j.JudgedSufficient && j.GoldComplete:
+		c.TP++
+	case j.JudgedSufficient:
+		c.FP++
+	case j.GoldComplete:
+		c.FN++
+	default:
+		c.TN++
+	}
+}
+
+func (c *Confusion) plus(o Confusion) {
+	c.TP += o.TP
+	c.FP += o.FP
+	c.FN += o.FN
+	c.TN += o.TN
+}
+
+// falsePositiveRate and completeJudgedInsufficient are Calibration's rates
+// in percent, NaN when their denominator is 0.
+func (c Confusion) falsePositiveRate() float64 {
+	return ratio(c.FP, c.FP+c.TN)
+}
+
+func (c Confusion) completeJudgedInsufficient() float64 {
+	return ratio(c.FN, c.TP+c.FN)
+}
+
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+// Paired compares a variant with a baseline question by question, over the
+// questions both ran. Differences are the variant's number minus the
+// baseline's, in percentage points.
+type Paired struct {
+	Variant   string `json:"variant"`
+	Baseline  string `json:"baseline"`
+	Questions int    `json:"questions"`
+	// EM's interval is a bootstrap one; its significance is McNemar's
+	// exact test (McNemarP below 1 - Confidence).
+	EM       Difference `json:"em"`
+	McNemarP float64    `json:"mcnemar_p"`
+	F1       Difference `json:"f1"`
+	// Won, Lost and Tied count the questions whose F1 is higher, lower or
+	// the same in the variant; EMWon and EMLost the questions the variant
+	// answers exactly and the baseline not, and the other way round (the
+	// discordant pairs of McNemar's test).
+	Won    int `json:"won"`
+	Lost   int `json:"lost"`
+	Tied   int `json:"tied"`
+	EMWon  int `json:"em_won"`
+	EMLost int `json:"em_lost"`
+	// FalsePositiveRate and CompleteJudgedInsufficient compare the
+	// calibration rates over the judge calls of the paired questions,
+	// resampled by question; nil when a rate has no states in either.
+	FalsePositiveRate          *Difference `json:"false_positive_rate,omitempty"`
+	CompleteJudgedInsufficient *Difference `json:"complete_judged_insufficient,omitempty"`
+}
+
+// Difference is a paired difference with its bootstrap interval.
+type Difference struct {
+	Diff float64 `json:"diff"`
+	Low  float64 `json:"ci_low"`
+	High float64 `json:"ci_high"`
+	// Significant: the interval excludes 0 (for EM: McNemar's p is below
+	// the level).
+	Significant bool `json:"significant"`
+}
+
+// ComparePaired computes the paired statistics of variant against base
+// over the questions (by id) that both have.
+func ComparePaired(base, variant []ScoreRow) Paired {
+	p := Paired{}
+	if len(base) > 0 {
+		p.Baseline = base[0].Variant
+	}
+	if len(variant) > 0 {
+		p.Variant = variant[0].Variant
+	}
+	byID := make(map[string]int, len(base))
+	for i, r := range base {
+		byID[r.ID] = i
+	}
+	type pair struct {
+		dEM, dF1 float64
+		cal      [2]Confusion
+	}
+	var pairs []pair
+	var calBase, calVar Confusion
+	for _, v := range variant {
+		i, ok := byID[v.ID]
+		if !ok {
+			continue
+		}
+		b := base[i]
+		pr := pair{dEM: v.EM - b.EM, dF1: v.F1 - b.F1, cal: [2]Confusion{b.Calibration, v.Calibration}}
+		pairs = append(pairs, pr)
+		calBase.plus(b.Calibration)
+		calVar.plus(v.Calibration)
+		switch {
+		case v.F1 > b.F1:
+			p.Won++
+		case v.F1 < b.F1:
+			p.Lost++
+		default:
+			p.Tied++
+		}
+		switch {
+		case v.EM > b.EM:
+			p.EMWon++
+		case v.EM < b.EM:
+			p.EMLost++
+		}
+	}
+	n := len(pairs)
+	p.Questions = n
+	p.McNemarP = mcNemarExact(p.EMWon, p.EMLost)
+	if n == 0 {
+		return p
+	}
+	var sEM, sF1 float64
+	for _, pr := range pairs {
+		sEM += pr.dEM
+		sF1 += pr.dF1
+	}
+	p.EM.Diff, p.F1.Diff = percent(sEM, n), percent(sF1, n)
+
+	fp0 := calVar.falsePositiveRate() - calBase.falsePositiveRate()
+	cji0 := calVar.completeJudgedInsufficient() - calBase.completeJudgedInsufficient()
+
+	rng := rand.New(rand.NewPCG(BootstrapSeed, BootstrapSeed))
+	em := make([]float64, 0, BootstrapResamples)
+	f1 := make([]float64, 0, BootstrapResamples)
+	var fp, cji []float64
+	for range BootstrapResamples {
+		var sEM, sF1 float64
+		var cb, cv Confusion
+		for range n {
+			pr := &pairs[rng.IntN(n)]
+			sEM += pr.dEM
+			sF1 += pr.dF1
+			cb.plus(pr.cal[0])
+			cv.plus(pr.cal[1])
+		}
+		em = append(em, percent(sEM, n))
+		f1 = append(f1, percent(sF1, n))
+		if d := cv.falsePositiveRate() - cb.falsePositiveRate(); !math.IsNaN(d) {
+			fp = append(fp, d)
+		}
+		if d := cv.completeJudgedInsufficient() - cb.completeJudgedInsufficient(); !math.IsNaN(d) {
+			cji = append(cji, d)
+		}
+	}
+	p.EM.Low, p.EM.High = interval(em)
+	p.EM.Significant = p.McNemarP < 1-Confidence
+	p.F1.Low, p.F1.High = interval(f1)
+	p.F1.Significant = excludesZero(p.F1)
+	p.FalsePositiveRate = bootstrapped(fp0, fp)
+	p.CompleteJudgedInsufficient = bootstrapped(cji0, cji)
+	return p
+}
+
+// bootstrapped is the difference diff with the interval of its bootstrap
+// estimates; nil when diff is not a number or no resample measured it.
+func bootstrapped(diff float64, estimates []float64) *Difference {
+	if math.IsNaN(diff) || len(estimates) == 0 {
+		return nil
+	}
+	d := Difference{Diff: diff}
+	d.Low, d.High = interval(estimates)
+	d.Significant = excludesZero(d)
+	return &d
+}
+
+// interval is the percentile interval of the bootstrap estimates (at
+// least one), at Confidence.
+func interval(estimates []float64) (low, high float64) {
+	slices.Sort(estimates)
+	tail := (1 - Confidence) / 2
+	return quantile(estimates, tail), quantile(estimates, 1-tail)
+}
+
+func excludesZero(d Difference) bool { return d.Low > 0 || d.High < 0 }
+
+// mcNemarExact is the two-sided p-value of McNemar's exact test for b and c
+// discordant pairs: twice the binomial(b+c, 1/2) probability of a count at
+// most min(b, c), at most 1.
+func mcNemarExact(b, c int) float64 {
+	n := b + c
+	if n == 0 {
+		return 1
+	}
+	k := min(b, c)
+	lgN, _ := math.Lgamma(float64(n + 1))
+	sum := 0.0
+	for i := 0; i <= k; i++ {
+		lgI, _ := math.Lgamma(float64(i + 1))
+		lgNI, _ := math.Lgamma(float64(n - i + 1))
+		sum += math.Exp(lgN - lgI - lgNI - float64(n)*math.Ln2)
+	}
+	return min(1, 2*sum)
+}
+
+// PairedAgainstBaseline compares every variant of rows (grouped by
+// ScoreRow.Variant, in the order of names) with Baseline; nil when the
+// baseline did not run.
+func PairedAgainstBaseline(names []string, rows map[string][]ScoreRow) []Paired {
+	base, ok := rows[Baseline]
+	if !ok {
+		return nil
+	}
+	var out []Paired
+	for _, name := range names {
+		if name == Baseline {
+			continue
+		}
+		p := ComparePaired(base, rows[name])
+		p.Variant, p.Baseline = name, Baseline
+		out = append(out, p)
+	}
+	return out
+}
+
+// ScoresFile is the name of the per-question scores a benchmark writes
+// beside its report, one JSON line per variant and question (ScoreRow).
+const ScoresFile = "scores.jsonl"
+
+// writeScores writes rows as JSON lines.
+func writeScores(w io.Writer, rows []ScoreRow) error {
+	enc := json.NewEncoder(w)
+	for _, r := range rows {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReadScores reads a benchmark's scores.jsonl, grouped by variant.
+func ReadScores(path string) (map[string][]ScoreRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read scores: %w", err)
+	}
+	defer f.Close()
+	out := map[string][]ScoreRow{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for line := 1; sc.Scan(); line++ {
+		var r ScoreRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("read scores %s: line %d: %w", path, line, err)
+		}
+		out[r.Variant] = append(out[r.Variant], r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read scores %s: %w", path, err)
+	}
+	return out, nil
+}

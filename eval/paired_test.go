@@ -1,0 +1,137 @@
+package eval
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestMcNemarExact(t *testing.T) {
+	tests := []struct {
+		b, c int
+		want float64
+	}{
+		{0, 0, 1},
+		{1, 0, 1},
+		{3, 3, 1},
+		{5, 0, 2.0 / 32},
+		{0, 5, 2.0 / 32},
+		{10, 2, 2 * (1 + 12 + 66) / 4096.0},
+		// 2 * sum(comb(100, k) for k in range(41)) / 2**100, in Python
+		{40, 60, 0.056887933640980784},
+	}
+	for _, tt := range tests {
+		if got := mcNemarExact(tt.b, tt.c); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("mcNemarExact(%d, %d) = %v, want %v", tt.b, tt.c, got, tt.want)
+		}
+	}
+}
+
+// rows makes the score rows of a variant from EM and F1 per question.
+func rows(variant string, em, f1 []float64) []ScoreRow {
+	out := make([]ScoreRow, len(em))
+	for i := range em {
+		out[i] = ScoreRow{Variant: variant, ID: string(rune('a' + i)), EM: em[i], F1: f1[i]}
+	}
+	return out
+}
+
+func TestComparePaired(t *testing.T) {
+	base := rows("full", []float64{1, 1, 0, 0, 1}, []float64{1, 1, 0.5, 0, 1})
+	same := rows("same", []float64{1, 1, 0, 0, 1}, []float64{1, 1, 0.5, 0, 1})
+	got := ComparePaired(base, same)
+	want := Paired{Variant: "same", Baseline: "full", Questions: 5, McNemarP: 1, Tied: 5}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("identical variants (-want +got):\n%s", diff)
+	}
+
+	better := rows("better", []float64{1, 1, 1, 1, 1}, []float64{1, 1, 1, 1, 1})
+	better = append(better, ScoreRow{Variant: "better", ID: "only-here", EM: 1, F1: 1})
+	got = ComparePaired(base, better)
+	if got.Questions != 5 || got.EMWon != 2 || got.EMLost != 0 || got.Won != 2 || got.Tied != 3 {
+		t.Errorf("better: got %+v, want 5 paired questions, 2 won on EM and F1, 3 tied", got)
+	}
+	if got.EM.Diff != 40 || got.F1.Diff != 30 {
+		t.Errorf("better: EM Δ %v, F1 Δ %v; want 40 and 30", got.EM.Diff, got.F1.Diff)
+	}
+	if got.EM.Significant {
+		t.Errorf("better: 2 discordant pairs are not significant (p %v)", got.McNemarP)
+	}
+	if !(got.F1.Low <= got.F1.Diff && got.F1.Diff <= got.F1.High) || got.F1.Low < 0 || got.F1.High > 100 {
+		t.Errorf("better: F1 interval [%v, %v] should hold %v and stay within [0, 100]", got.F1.Low, got.F1.High, got.F1.Diff)
+	}
+	if again := ComparePaired(base, better); !cmp.Equal(got, again) {
+		t.Errorf("the bootstrap is not deterministic: %+v then %+v", got, again)
+	}
+}
+
+// TestComparePairedInterval checks the bootstrap interval of a mean
+// difference against the normal approximation, which agrees closely with it
+// for 2,000 questions.
+func TestComparePairedInterval(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n := 2000
+	em0, em1, f0, f1 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		em0[i], em1[i] = float64(r.IntN(2)), float64(r.IntN(2))
+		f0[i], f1[i] = r.Float64(), r.Float64()
+	}
+	got := ComparePaired(rows("full", em0, f0), rows("v", em1, f1))
+	var mean, sq float64
+	for i := range n {
+		mean += f1[i] - f0[i]
+	}
+	mean /= float64(n)
+	for i := range n {
+		d := f1[i] - f0[i] - mean
+		sq += d * d
+	}
+	half := 100 * 1.96 * math.Sqrt(sq/float64(n-1)/float64(n))
+	if math.Abs(got.F1.Low-(100*mean-half)) > 0.3 || math.Abs(got.F1.High-(100*mean+half)) > 0.3 {
+		t.Errorf("F1 interval [%v, %v], want about [%v, %v]", got.F1.Low, got.F1.High, 100*mean-half, 100*mean+half)
+	}
+	if got.F1.Significant != (got.F1.Low > 0 || got.F1.High < 0) {
+		t.Errorf("F1 significance %v does not follow its interval [%v, %v]", got.F1.Significant, got.F1.Low, got.F1.High)
+	}
+	if got.EM.Significant != (got.McNemarP < 0.05) {
+		t.Errorf("EM significance %v does not follow McNemar's p %v", got.EM.Significant, got.McNemarP)
+	}
+}
+
+func TestComparePairedCalibration(t *testing.T) {
+	base := []ScoreRow{
+		{Variant: "full", ID: "a", Calibration: Confusion{FP: 1, TN: 3, TP: 1}},
+		{Variant: "full", ID: "b", Calibration: Confusion{TN: 4, FN: 1}},
+	}
+	v := []ScoreRow{
+		{Variant: "v", ID: "a", Calibration: Confusion{FP: 3, TN: 1, TP: 1}},
+		{Variant: "v", ID: "b", Calibration: Confusion{FP: 2, TN: 2}},
+	}
+	got := ComparePaired(base, v)
+	// FP rate: 5/8 against 1/8; complete judged insufficient: 0/1 against 1/2.
+	if got.FalsePositiveRate == nil || got.FalsePositiveRate.Diff != 50 {
+		t.Errorf("FP rate Δ: got %+v, want 50", got.FalsePositiveRate)
+	}
+	if got.CompleteJudgedInsufficient == nil || got.CompleteJudgedInsufficient.Diff != -50 {
+		t.Errorf("complete judged insufficient Δ: got %+v, want -50", got.CompleteJudgedInsufficient)
+	}
+	if none := ComparePaired(rows("full", []float64{1}, []float64{1}), rows("v", []float64{1}, []float64{1})); none.FalsePositiveRate != nil {
+		t.Errorf("no judge calls: got an FP rate difference %+v", none.FalsePositiveRate)
+	}
+}
+
+func TestPairedAgainstBaseline(t *testing.T) {
+	rs := map[string][]ScoreRow{
+		"full":   rows("full", []float64{1}, []float64{1}),
+		"no-sft": rows("no-sft", []float64{0}, []float64{0}),
+	}
+	got := PairedAgainstBaseline([]string{"full", "no-sft"}, rs)
+	if len(got) != 1 || got[0].Variant != "no-sft" || got[0].Baseline != "full" || got[0].EMLost != 1 {
+		t.Errorf("got %+v, want one comparison of no-sft with full", got)
+	}
+	if got := PairedAgainstBaseline([]string{"no-sft"}, map[string][]ScoreRow{"no-sft": rs["no-sft"]}); got != nil {
+		t.Errorf("without full: got %+v, want none", got)
+	}
+}

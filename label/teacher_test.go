@@ -1,0 +1,84 @@
+package label
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/distill-rag/distill/data"
+)
+
+func TestTruthVerdict(t *testing.T) {
+	ev := func(title string, index int32, text string) data.Evidence {
+		return data.Evidence{DocID: title, Title: title, Index: index, Text: text}
+	}
+	four := data.Question{Text: "Who is the grandfather of the wife of X?", Answers: []string{"Zed"}, GoldTitles: []string{"A", "B", "C", "D"}}
+	yesNo := data.Question{Text: "Are A and B both American?", Answers: []string{"yes"}, GoldTitles: []string{"A", "B"},
+		SupportingFacts: []data.SupportingFact{{Title: "A", Sentence: 1}, {Title: "B", Sentence: 0}, {Title: "B", Sentence: 2}}}
+	tests := []struct {
+		name     string
+		q        data.Question
+		evidence []data.Evidence
+		want     data.Verdict
+	}{
+		{"three of four titles with the answer", four, []data.Evidence{ev("A", 0, "a"), ev("B", 0, "b"), ev("C", 0, "Zed")},
+			data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
+		{"two of four titles with the answer", four, []data.Evidence{ev("A", 0, "a"), ev("C", 0, "Zed")},
+			data.Verdict{GapItems: []data.GapItem{
+				{Category: data.CategoryEvidenceSpan, Target: "B", Slot: "supporting facts", Description: "Find what B says that helps answer the question."},
+				{Category: data.CategoryEvidenceSpan, Target: "D", Slot: "supporting facts", Description: "Find what D says that helps answer the question."}}}},
+		{"every title, no answer", four, []data.Evidence{ev("A", 0, "a"), ev("B", 0, "b"), ev("C", 0, "c"), ev("D", 0, "d")},
+			data.Verdict{GapItems: []data.GapItem{{Category: data.CategoryAttribute, Target: "Answer", Slot: "answer", Description: "Find a statement of the answer itself."}}}},
+		{"yes/no: the titles and one supporting sentence", yesNo, []data.Evidence{ev("A", 1, "A is American."), ev("B", 1, "B is a film.")},
+			data.Verdict{GapItems: []data.GapItem{{Category: data.CategoryEvidenceSpan, Target: "B", Slot: "supporting sentence",
+				Description: "Find the statement of B that the answer rests on."}}}},
+		{"yes/no: every supporting sentence, no 'yes'", yesNo, []data.Evidence{ev("A", 1, "A is American."), ev("B", 0, "B is"), ev("B", 2, "American.")},
+			data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, TruthVerdict(tt.q, tt.evidence)); diff != "" {
+				t.Errorf("verdict mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestTruthVerdictNeverContradictsTheFilter labels every combination of
+// gold titles found, answer found and supporting sentences found, for
+// questions of one to ten gold titles, and checks that the built-in teacher
+// never says what the filter's strong-positive or strong-negative rule
+// would drop.
+func TestTruthVerdictNeverContradictsTheFilter(t *testing.T) {
+	for n := 1; n <= 10; n++ {
+		for _, answer := range []string{"Zed", "yes"} {
+			q := data.Question{Text: "?", Answers: []string{answer}}
+			for i := range n {
+				title := string(rune('A' + i))
+				q.GoldTitles = append(q.GoldTitles, title)
+				q.SupportingFacts = append(q.SupportingFacts, data.SupportingFact{Title: title, Sentence: 1})
+			}
+			for mask := 0; mask < 1<<n; mask++ {
+				for _, extra := range []struct {
+					text  string
+					index int32
+				}{{"nothing", 0}, {"Zed", 0}, {"nothing", 1}, {"Zed yes", 1}} {
+					var evidence []data.Evidence
+					for i, title := range q.GoldTitles {
+						if mask&(1<<i) != 0 {
+							evidence = append(evidence, data.Evidence{Title: title, Index: extra.index, Text: extra.text})
+						}
+					}
+					truth := data.JudgeTruth(q, evidence)
+					v := TruthVerdict(q, evidence)
+					if (truth.Strength == data.StrongPositive && !v.Sufficient) || (truth.Strength == data.StrongNegative && v.Sufficient) {
+						t.Fatalf("%d titles, mask %b, %+v: verdict %v contradicts %v", n, mask, extra, v.Sufficient, truth.Strength)
+					}
+					if !v.Sufficient && len(v.GapItems) == 0 {
+						t.Fatalf("%d titles, mask %b: insufficient without a gap item", n, mask)
+					}
+				}
+			}
+		}
+	}
+}
