@@ -26,7 +26,7 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per model role (0: none)"},
 		&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per model role (0: none)"},
 		&cli.StringSliceFlag{Name: "price", Usage: "cost of a model, `MODEL=INPUT:OUTPUT` in USD per million tokens (repeatable; known OpenAI models are priced already)"},
-		&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)"},
+		&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)", EnvVars: []string{"DISTILL_REQUEST_TIMEOUT"}},
 	}
 }
 

@@ -1,0 +1,140 @@
+package rollout
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Policy says when the loop stops.
+type Policy int
+
+const (
+	// EarlyStop stops as soon as the judge calls the evidence sufficient
+	// (after the forced first retrieval), or when the budget is spent.
+	EarlyStop Policy = iota
+	// Fixed always spends the whole retrieval budget, recording the judge's
+	// verdict at every state, as the reference traces were collected.
+	Fixed
+)
+
+var policyNames = map[Policy]string{EarlyStop: "early-stop", Fixed: "fixed"}
+
+func (p Policy) String() string {
+	if s, ok := policyNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy parses "early-stop" or "fixed".
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range []Policy{EarlyStop, Fixed} {
+		if s == p.String() {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("policy %q: want early-stop or fixed: %w", s, ErrOptions)
+}
+
+// Dedup says when a retrieved document counts as already seen.
+type Dedup int
+
+const (
+	// DedupDocID skips documents whose id was retrieved before.
+	DedupDocID Dedup = iota
+	// DedupTitle skips documents whose title was retrieved before, as
+	// SIM-RAG does; it also keeps one document per title within a round.
+	DedupTitle
+)
+
+var dedupNames = map[Dedup]string{DedupDocID: "doc-id", DedupTitle: "title"}
+
+func (d Dedup) String() string {
+	if s, ok := dedupNames[d]; ok {
+		return s
+	}
+	return fmt.Sprintf("Dedup(%d)", int(d))
+}
+
+// ParseDedup parses "doc-id" or "title".
+func ParseDedup(s string) (Dedup, error) {
+	for _, d := range []Dedup{DedupDocID, DedupTitle} {
+		if s == d.String() {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("dedup %q: want doc-id or title: %w", s, ErrOptions)
+}
+
+// Options configure the loop. The zero value is the method's setting: zero
+// numbers mean the defaults above.
+type Options struct {
+	// MaxRetrievals bounds the retrievals per question (default 4). One
+	// retrieval always happens.
+	MaxRetrievals int
+	// TopK is the number of new documents per retrieval (default 6).
+	TopK int
+	// MaxEvidence (the method's K) bounds the sentences the extractor may
+	// choose per round (default 6).
+	MaxEvidence int
+	// MaxSentences bounds the sentences shown per document (default 40).
+	MaxSentences int
+	// FirstGapOnly builds the query from the first valid gap item only
+	// (the paper's description) instead of the first three.
+	FirstGapOnly bool
+	// Dedup says which documents count as seen (default by doc id).
+	Dedup Dedup
+	// Policy says when to stop (default EarlyStop).
+	Policy Policy
+	// EvidenceTokens, when positive, bounds the question and the rendered
+	// evidence context together, in tokens (EstimateTokens), so that the
+	// judge's and the reader's prompts fit their models' context window:
+	// chosen sentences that would take the context past it are not
+	// appended (the last ones chosen first), and the state records how
+	// many (data.State.EvidenceTrimmed). The context every state records is
+	// the one the judge saw, so trimmed training data stays exact.
+	EvidenceTokens int
+	// CandidateTokens, when positive, bounds the question and the numbered
+	// sentences shown to the extractor (or compressor) in one round: the
+	// sentences past it, the lowest-ranked documents' last, are not shown,
+	// and the state records how many (data.State.CandidatesTrimmed).
+	// Budgets.Apply sets both from a model's context window.
+	CandidateTokens int
+}
+
+// ErrOptions is the cause of errors about bad Options.
+var ErrOptions = errors.New("bad loop options")
+
+// ErrMissingRole is returned by Run when a role of Roles is nil.
+var ErrMissingRole = errors.New("missing role")
+
+// withDefaults checks o and fills in the defaults.
+func (o Options) withDefaults() (Options, error) {
+	for _, f := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"max retrievals", &o.MaxRetrievals, DefaultMaxRetrievals},
+		{"top-k", &o.TopK, DefaultTopK},
+		{"max evidence", &o.MaxEvidence, DefaultMaxEvidence},
+		{"max sentences", &o.MaxSentences, DefaultMaxSentences},
+	} {
+		if *f.v < 0 {
+			return o, fmt.Errorf("%s %d: %w", f.name, *f.v, ErrOptions)
+		}
+		if *f.v == 0 {
+			*f.v = f.def
+		}
+	}
+	if o.EvidenceTokens < 0 || o.CandidateTokens < 0 {
+		return o, fmt.Errorf("token budgets %d and %d: %w", o.EvidenceTokens, o.CandidateTokens, ErrOptions)
+	}
+	if _, ok := policyNames[o.Policy]; !ok {
+		return o, fmt.Errorf("%v: %w", o.Policy, ErrOptions)
+	}
+	if _, ok := dedupNames[o.Dedup]; !ok {
+		return o, fmt.Errorf("%v: %w", o.Dedup, ErrOptions)
+	}
+	return o, nil
+}
