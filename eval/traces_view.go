@@ -3,10 +3,10 @@ package eval
 import (
 	_ "embed"
 	"fmt"
+	"html/template"
 	"math"
 	"strconv"
 	"strings"
-	"text/template"
 
 	"github.com/distill-rag/distill/data"
 )
