@@ -80,11 +80,8 @@ func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, e
 	}
 
 	again := req
-	again.Messages = append(slices.Clip(req.Messages),
-		Message{Role: "assistant", Content: resp.Content},
-		Message{Role: "user", Content: "Your reply could not be used: " + perr.Error() +
-			". Reply again with only the JSON object, with every required field and the right types, and nothing else."},
-	)
+	again.Messages = RepairMessages(req.Messages, resp.Content, "Your reply could not be used: "+perr.Error()+
+		". Reply again with only the JSON object, with every required field and the right types, and nothing else.")
 	resp, err = c.Chat(ctx, again)
 	if err != nil {
 		return first, fmt.Errorf("re-ask after unusable output: %w", err)
@@ -101,6 +98,20 @@ func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, e
 		Reason:  perr2.Error(),
 		Err:     perr2,
 	}
+}
+
+// RepairMessages returns the messages of a request asked once more: the
+// request's messages, the model's unusable reply as the assistant's turn,
+// and complaint, the user's turn saying what was wrong. An empty reply has
+// no turn of its own (an assistant message without content breaks some
+// servers' chat templates); the complaint then says the reply was empty.
+// msgs is not changed.
+func RepairMessages(msgs []Message, reply, complaint string) []Message {
+	out := slices.Clip(msgs)
+	if strings.TrimSpace(reply) == "" {
+		return append(out, Message{Role: "user", Content: "Your reply was empty. " + complaint})
+	}
+	return append(out, Message{Role: "assistant", Content: reply}, Message{Role: "user", Content: complaint})
 }
 
 // decodeInto decodes the answer into a fresh value and stores it in *rv

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -297,4 +298,28 @@ func FuzzDecodeAnswer(f *testing.F) {
 			t.Fatalf("accepted %q without a JSON object", in)
 		}
 	})
+}
+
+func TestRepairMessages(t *testing.T) {
+	base := []Message{{Role: "system", Content: "s"}, {Role: "user", Content: "u"}}
+	tests := []struct {
+		name, reply string
+		want        []Message
+	}{
+		{"reply", "nope", append(slices.Clone(base), Message{Role: "assistant", Content: "nope"}, Message{Role: "user", Content: "fix it"})},
+		{"empty reply", "", append(slices.Clone(base), Message{Role: "user", Content: "Your reply was empty. fix it"})},
+		{"blank reply", " \n", append(slices.Clone(base), Message{Role: "user", Content: "Your reply was empty. fix it"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(base)
+			got := RepairMessages(in, tt.reply, "fix it")
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("messages (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(base, in); diff != "" {
+				t.Errorf("the request's messages changed (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

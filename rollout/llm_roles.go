@@ -167,9 +167,7 @@ func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context)
 		// One repair, as for the roles that answer in JSON: the model sees
 		// its reply and the form it must take.
 		again := req
-		again.Messages = append(again.Messages,
-			llm.Message{Role: "assistant", Content: resp.Content},
-			llm.Message{Role: "user", Content: readerRepair})
+		again.Messages = llm.RepairMessages(req.Messages, resp.Content, readerRepair)
 		first := resp
 		resp, err = r.c.Chat(ctx, again)
 		if err != nil {
