@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,36 +24,12 @@ import (
 // promptQuestion and promptContext are the fixed input of the LLM judge's
 // tests and golden file; rollout's model-backed roles are tested on the
 // same.
-const promptQuestion = "In which city was the director of the film Moon Over Greselle born?"
+const promptQuestion = testkit.PromptQuestion
 
-func promptContext() data.Context {
-	var c data.Context
-	c.Append([]data.Evidence{
-		{DocID: "d1", Title: "Moon Over Greselle", Index: 0, Text: "Moon Over Greselle is a 1961 drama film directed by Orla Venn."},
-		{DocID: "d1", Title: "Moon Over Greselle", Index: 2, Text: "It was shot on location in the hills of Tarsk."},
-	})
-	c.Append([]data.Evidence{
-		{DocID: "d2", Title: "Orla Venn", Index: 0, Text: "Orla Venn (1920 - 1988) was a film director."},
-	})
-	return c
-}
+var promptContext = testkit.PromptContext
 
-// scripted starts an llmtest server that answers with answers in turn,
-// repeating the last one.
-func scripted(t *testing.T, answers ...string) *llmtest.Server {
-	t.Helper()
-	var mu sync.Mutex
-	n := 0
-	s := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string {
-		mu.Lock()
-		defer mu.Unlock()
-		a := answers[min(n, len(answers)-1)]
-		n++
-		return a
-	}})
-	t.Cleanup(s.Close)
-	return s
-}
+// scripted starts a server that answers with answers in turn.
+var scripted = llmtest.Scripted
 
 // client returns a real model client for a server.
 func client(t *testing.T, baseURL, model string) *llm.Client {
@@ -67,38 +41,14 @@ func client(t *testing.T, baseURL, model string) *llm.Client {
 	return c
 }
 
-// billed is the usage llmtest bills for its requests: white-space
-// separated words of the messages and of the answers.
+// billed is the usage llmtest bills for requests answered with answers.
 func billed(reqs []llmtest.Request, answers []string) data.Usage {
-	words := func(s string) int64 { return int64(max(1, len(strings.Fields(s)))) }
-	var u data.Usage
-	for i, r := range reqs {
-		for _, m := range r.Messages {
-			u.PromptTokens += words(m.Content)
-		}
-		u.CompletionTokens += words(answers[min(i, len(answers)-1)])
-	}
-	return u
+	p, c := llmtest.Billed(reqs, answers)
+	return data.Usage{PromptTokens: p, CompletionTokens: c}
 }
 
-// checkReask checks that a second request asks again: the first request's
-// messages, the model's answer and a user message saying what was wrong.
-func checkReask(t *testing.T, reqs []llmtest.Request, firstAnswer string) {
-	t.Helper()
-	if len(reqs) != 2 {
-		t.Fatalf("got %d requests, want 2", len(reqs))
-	}
-	first, second := reqs[0].Messages, reqs[1].Messages
-	if len(second) != len(first)+2 || !slices.Equal(second[:len(first)], first) {
-		t.Fatalf("got re-ask messages %q, want the first request's %d messages and two more", second, len(first))
-	}
-	if got := second[len(first)]; got.Role != "assistant" || got.Content != firstAnswer {
-		t.Errorf("got re-ask message %+v, want the assistant's answer %q", got, firstAnswer)
-	}
-	if got := second[len(first)+1]; got.Role != "user" || !strings.Contains(got.Content, "could not be used") {
-		t.Errorf("got re-ask message %+v, want a user message giving the error", got)
-	}
-}
+// checkReask checks that a second request asked again.
+var checkReask = llmtest.CheckReask
 
 // ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
 var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(data.Call{}, "ParseError", "Usage")

@@ -25,22 +25,8 @@ import (
 	"github.com/distill-rag/distill/llm/llmtest"
 )
 
-// scripted starts an llmtest server that answers with answers in turn,
-// repeating the last one.
-func scripted(t *testing.T, answers ...string) *llmtest.Server {
-	t.Helper()
-	var mu sync.Mutex
-	n := 0
-	s := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string {
-		mu.Lock()
-		defer mu.Unlock()
-		a := answers[min(n, len(answers)-1)]
-		n++
-		return a
-	}})
-	t.Cleanup(s.Close)
-	return s
-}
+// scripted starts a server that answers with answers in turn.
+var scripted = llmtest.Scripted
 
 // client returns a real model client for a server.
 func client(t *testing.T, baseURL, model string) *llm.Client {
@@ -52,38 +38,14 @@ func client(t *testing.T, baseURL, model string) *llm.Client {
 	return c
 }
 
-// billed is the usage llmtest bills for its requests: white-space
-// separated words of the messages and of the answers.
+// billed is the usage llmtest bills for requests answered with answers.
 func billed(reqs []llmtest.Request, answers []string) data.Usage {
-	words := func(s string) int64 { return int64(max(1, len(strings.Fields(s)))) }
-	var u data.Usage
-	for i, r := range reqs {
-		for _, m := range r.Messages {
-			u.PromptTokens += words(m.Content)
-		}
-		u.CompletionTokens += words(answers[min(i, len(answers)-1)])
-	}
-	return u
+	p, c := llmtest.Billed(reqs, answers)
+	return data.Usage{PromptTokens: p, CompletionTokens: c}
 }
 
-// checkReask checks that a second request asks again: the first request's
-// messages, the model's answer and a user message saying what was wrong.
-func checkReask(t *testing.T, reqs []llmtest.Request, firstAnswer string) {
-	t.Helper()
-	if len(reqs) != 2 {
-		t.Fatalf("got %d requests, want 2", len(reqs))
-	}
-	first, second := reqs[0].Messages, reqs[1].Messages
-	if len(second) != len(first)+2 || !slices.Equal(second[:len(first)], first) {
-		t.Fatalf("got re-ask messages %q, want the first request's %d messages and two more", second, len(first))
-	}
-	if got := second[len(first)]; got.Role != "assistant" || got.Content != firstAnswer {
-		t.Errorf("got re-ask message %+v, want the assistant's answer %q", got, firstAnswer)
-	}
-	if got := second[len(first)+1]; got.Role != "user" || !strings.Contains(got.Content, "could not be used") {
-		t.Errorf("got re-ask message %+v, want a user message giving the error", got)
-	}
-}
+// checkReask checks that a second request asked again.
+var checkReask = llmtest.CheckReask
 
 // ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
 var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(data.Call{}, "ParseError", "Usage")

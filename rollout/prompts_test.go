@@ -8,24 +8,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/judge"
 )
 
 // promptQuestion, promptContext, promptGaps and promptSentences are the
 // fixed input of the prompt tests and golden files.
-const promptQuestion = "In which city was the director of the film Moon Over Greselle born?"
+const promptQuestion = testkit.PromptQuestion
 
-func promptContext() data.Context {
-	var c data.Context
-	c.Append([]data.Evidence{
-		{DocID: "d1", Title: "Moon Over Greselle", Index: 0, Text: "Moon Over Greselle is a 1961 drama film directed by Orla Venn."},
-		{DocID: "d1", Title: "Moon Over Greselle", Index: 2, Text: "It was shot on location in the hills of Tarsk."},
-	})
-	c.Append([]data.Evidence{
-		{DocID: "d2", Title: "Orla Venn", Index: 0, Text: "Orla Venn (1920 - 1988) was a film director."},
-	})
-	return c
-}
+var promptContext = testkit.PromptContext
 
 func promptGaps() []data.GapItem {
 	return []data.GapItem{
