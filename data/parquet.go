@@ -58,7 +58,7 @@ func CreateParquet[T any](path string, kind Kind) (*ParquetWriter[T], error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](tmp,
-		parquet.Compression(&parquet.Zstd),
+		parquet.Compression(zstdCodec{}),
 		parquet.MaxRowsPerRowGroup(rowsPerRowGroup),
 		parquet.KeyValueMetadata(metaKind, string(kind)),
 		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),

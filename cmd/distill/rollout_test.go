@@ -222,20 +222,14 @@ func TestRolloutShardsAndMerge(t *testing.T) {
 // writing the next part), resumes it each time, and checks that the
 // finished output holds every question exactly once.
 func TestRolloutKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs thousands of questions")
-	}
+	bin := binary(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "distill")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	ds, idx, out := filepath.Join(dir, "ds"), filepath.Join(dir, "idx"), filepath.Join(dir, "run")
 	for _, args := range [][]string{
-		{"data", "synth", "--seed", "3", "--questions", "4000", "--out", ds},
+		{"data", "synth", "--seed", "3", "--questions", "1000", "--out", ds},
 		{"index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx},
 	} {
-		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
+		if r := runBinary(t, nil, append([]string{"--quiet"}, args...)...); r.code != 0 {
 			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}
@@ -292,7 +286,7 @@ func TestRolloutKill9(t *testing.T) {
 	if err != nil {
 		t.Fatalf("final resume: %v\n%s", err, stdout)
 	}
-	if !strings.Contains(string(stdout), "4000 questions (4000 done, 0 failed)") {
+	if !strings.Contains(string(stdout), "1000 questions (1000 done, 0 failed)") {
 		t.Errorf("final resume output:\n%s", stdout)
 	}
 	qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
