@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -115,6 +116,25 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		}
 		variants[i] = v
 	}
+	mode := outdir.New
+	if opts.Resume {
+		mode = outdir.Resume
+	}
+	od, err := outdir.Claim(ctx, opts.Out, mode)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := opts.run(ctx, variants, log)
+	if err != nil {
+		od.AbandonIfEmpty()
+		return Summary{}, err
+	}
+	return sum, od.Close()
+}
+
+// run runs the variants in the output directory that Run holds, and
+// writes the reports.
+func (opts *Options) run(ctx context.Context, variants []Variant, log *slog.Logger) (Summary, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Out, VariantsDir), 0o755); err != nil {
 		return Summary{}, err
 	}

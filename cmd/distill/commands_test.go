@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // TestSampleEndToEnd runs the README's commands on the bundled sample:
@@ -51,8 +55,8 @@ func TestSampleEndToEnd(t *testing.T) {
 		t.Errorf("index output %q lacks the passage count", r.stdout)
 	}
 	r = runDistill(t, "--quiet", "index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx)
-	if r.code != 1 || !strings.Contains(r.stderr, "already exists") {
-		t.Errorf("index over an existing index: exit %d, stderr %q; want 1 and 'already exists'", r.code, r.stderr)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--overwrite") {
+		t.Errorf("index over an existing index: exit %d, stderr %q; want %d and the flag to use", r.code, r.stderr, exitUsage)
 	}
 	r = runDistill(t, "--quiet", "index", "--dataset", "sample", "--out", idx, "--overwrite")
 	if r.code != 0 {
@@ -277,5 +281,99 @@ func TestIndexSkipBad(t *testing.T) {
 	r = runDistill(t, "search", "--index", idx, "beta")
 	if r.code != 0 || !strings.Contains(r.stdout, "Beta") {
 		t.Errorf("search after a skip-bad build: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestOutputInUse: every command that writes an output directory refuses
+// one that another writer holds, at once, with exit status 2 and the
+// holder named, and leaves what it holds alone.
+func TestOutputInUse(t *testing.T) {
+	ch := offlineChain(t)
+	held := filepath.Join(t.TempDir(), "held")
+	d, err := outdir.Claim(t.Context(), held, outdir.New)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.WriteFile(filepath.Join(held, "mine"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := [][]string{
+		{"data", "import", "--dataset", "sample"},
+		{"data", "synth", "--questions", "5"},
+		{"index", "--dataset", "sample"},
+		{"index", "--dataset", "sample", "--kind", "dense", "--embed-model", "e5", "--embed-base-url", "http://127.0.0.1:9/v1"},
+		{"rollout", "--limit", "3"},
+		{"rollout", "--limit", "3", "--resume"},
+		{"label", "--in", ch.Rollout, "--teacher", "retrieval-truth"},
+		{"filter", "--in", ch.Labels, "--overwrite"},
+		{"train", "--in", ch.SFT, "--backend", "builtin"},
+		{"bench", "--limit", "3", "--variants", "full"},
+		{"bench", "--limit", "3", "--variants", "full", "--resume"},
+		{"merge", "--out", "OUT", ch.Rollout},
+	}
+	want := fmt.Sprintf("is in use by process %d", os.Getpid())
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if !slices.Contains(args, "OUT") {
+				args = append(args, "--out", "OUT")
+			}
+			args = slices.Clone(args)
+			args[slices.Index(args, "OUT")] = held
+			r := runDistill(t, append([]string{"--quiet"}, args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, want)
+			}
+			if entries, _ := os.ReadDir(held); len(entries) != 2 {
+				t.Errorf("the held directory holds %d entries, want the lock file and mine", len(entries))
+			}
+		})
+	}
+}
+
+// TestDatasetNotReplaced: a dataset is never replaced silently: a second
+// import or synth into it is refused, --overwrite replaces it, and a
+// failed fresh import leaves nothing behind.
+func TestDatasetNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "ds")
+	count := func() int {
+		t.Helper()
+		qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(qs)
+	}
+	if r := runDistill(t, "--quiet", "data", "import", "--dataset", "sample", "--out", ds); r.code != 0 {
+		t.Fatalf("import: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"data", "synth", "--questions", "10", "--out", ds},
+		{"data", "import", "--dataset", "sample", "--out", ds},
+	} {
+		r := runDistill(t, append([]string{"--quiet"}, args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--overwrite") {
+			t.Errorf("%v over a dataset: exit %d, stderr %q; want %d and --overwrite", args, r.code, r.stderr, exitUsage)
+		}
+	}
+	if n := count(); n != 200 {
+		t.Fatalf("the dataset now has %d questions, want 200", n)
+	}
+	if r := runDistill(t, "--quiet", "data", "synth", "--questions", "10", "--out", ds, "--overwrite"); r.code != 0 {
+		t.Fatalf("synth --overwrite: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if n := count(); n != 10 {
+		t.Errorf("after --overwrite: %d questions, want 10", n)
+	}
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("not json\n"), 0o644)
+	out := filepath.Join(dir, "failed")
+	if r := runDistill(t, "--quiet", "data", "import", "--in", bad, "--format", "hotpotqa", "--out", out); r.code != exitFailure {
+		t.Errorf("import of a bad file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed import left %s: %v", out, err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // datasetSample is the value of --dataset that selects the bundled sample.
@@ -42,7 +44,8 @@ the bundled synthetic sample instead of a file.`,
 			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
 			&cli.StringFlag{Name: "dataset", Usage: "import a bundled dataset instead of --in: " + datasetSample},
 			&cli.StringFlag{Name: "name", Usage: "dataset name recorded with each question (default: the format's dataset)"},
-			&cli.PathFlag{Name: "out", Usage: "output `DIR`", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad records instead of stopping at the first"},
 		},
 		Action: func(c *cli.Context) error {
@@ -58,8 +61,8 @@ the bundled synthetic sample instead of a file.`,
 					return usageErrorf("data import: give --in or --dataset, not both")
 				}
 				w := synth.Sample()
-				if err := data.WriteDataset(out, w.Questions, w.Passages); err != nil {
-					return err
+				if err := data.WriteDataset(c.Context, out, w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
+					return outNotEmpty("data import", err)
 				}
 				return printCounts(c.App.Writer, [][2]any{
 					{"dataset", datasetSample + " (synthetic, built in)"},
@@ -77,7 +80,7 @@ the bundled synthetic sample instead of a file.`,
 			}
 			opts := data.ImportOptions{
 				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
-				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c),
+				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c), Overwrite: c.Bool("overwrite"),
 			}
 			if opts.Corpus != "" {
 				if opts.CorpusFormat, err = corpusFormat(opts.Corpus, c.String("corpus-format")); err != nil {
@@ -86,7 +89,7 @@ the bundled synthetic sample instead of a file.`,
 			}
 			res, err := data.Import(c.Context, opts)
 			if err != nil {
-				return err
+				return outNotEmpty("data import", err)
 			}
 			rows := [][2]any{
 				{"questions", res.Questions}, {"passages", res.Passages},
@@ -119,7 +122,8 @@ func dataSynthCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "seed", Value: synth.DefaultSeed, Usage: "random seed: the same seed and size give the same dataset"},
 			&cli.IntFlag{Name: "questions", Value: synth.DefaultQuestions, Usage: fmt.Sprintf("number of questions, 1 to %d", synth.MaxQuestions)},
-			&cli.PathFlag{Name: "out", Usage: "output `DIR`", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Path("out") == "" {
@@ -129,8 +133,8 @@ func dataSynthCommand() *cli.Command {
 			if err != nil {
 				return usageErrorf("data synth: %w", err)
 			}
-			if err := data.WriteDataset(c.Path("out"), w.Questions, w.Passages); err != nil {
-				return err
+			if err := data.WriteDataset(c.Context, c.Path("out"), w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
+				return outNotEmpty("data synth", err)
 			}
 			return printCounts(c.App.Writer, [][2]any{
 				{"questions", len(w.Questions)}, {"passages", len(w.Passages)},
@@ -197,4 +201,13 @@ func names[S ~string](all []S) string {
 		out += string(s)
 	}
 	return out
+}
+
+// outNotEmpty names the fix for an output directory that is not empty,
+// for the commands that replace one with --overwrite; other errors pass.
+func outNotEmpty(command string, err error) error {
+	if errors.Is(err, outdir.ErrNotEmpty) {
+		return usageErrorf("%s: %w: use --overwrite to replace what it holds, or another --out", command, err)
+	}
+	return err
 }

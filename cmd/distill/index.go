@@ -130,6 +130,9 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 				Progress: func(n int64) { bar.Set64(n) },
 			})
 			bar.Finish()
+			if errors.Is(err, bm25.ErrExists) {
+				return usageErrorf("index: %s is not empty: use --overwrite to replace it, or another --out", out)
+			}
 			if err != nil {
 				return err
 			}

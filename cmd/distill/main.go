@@ -18,6 +18,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // Exit codes. They are decided in one place, exitCode.
@@ -73,6 +75,11 @@ func exitCode(ctx context.Context, err error) int {
 	var coder cli.ExitCoder // our exitError, and urfave/cli's own exit errors
 	if errors.As(err, &coder) {
 		return coder.ExitCode()
+	}
+	// Every command's output directory: held by another writer, or not
+	// empty where it must be; the user chooses another.
+	if errors.Is(err, outdir.ErrBusy) || errors.Is(err, outdir.ErrNotEmpty) {
+		return exitUsage
 	}
 	return exitFailure
 }

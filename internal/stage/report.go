@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -35,7 +36,11 @@ var (
 	ErrOptions = errors.New("bad run options")
 	// ErrOutExists is returned when the output directory is not empty and
 	// the run is not resumed, or a merge's output directory is not empty.
-	ErrOutExists = errors.New("output directory is not empty")
+	ErrOutExists = outdir.ErrNotEmpty
+	// ErrBusy is returned when another writer, in this process or
+	// another, holds the output directory (an *outdir.BusyError, naming
+	// it).
+	ErrBusy = outdir.ErrBusy
 	// ErrNotRun is returned when a resumed run finds a directory that holds
 	// no report of the stage.
 	ErrNotRun = errors.New("not the output directory of a run")

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -47,12 +48,11 @@ type run[K comparable, U, R any, P Report] struct {
 	log   *slog.Logger
 	parts string
 	start time.Time
-	// fresh is set when the output directory was empty or absent, and
-	// created when Run created it.
-	fresh, created bool
-	plan           *Plan[K, U]
-	pw             *data.PartWriter[R]
-	prog           Progress
+	// dir is the output directory, held while the run runs.
+	dir  *outdir.Dir
+	plan *Plan[K, U]
+	pw   *data.PartWriter[R]
+	prog Progress
 	// prevUsage is the usage that earlier invocations recorded.
 	prevUsage []llm.Stats
 }
@@ -61,15 +61,11 @@ func (r *run[K, U, R, P]) run(ctx context.Context) error {
 	r.start = time.Now()
 	r.h.Status, r.h.StartedAt = StatusRunning, r.start.UTC()
 	if err := r.begin(ctx); err != nil {
-		if r.fresh {
-			// Leave nothing behind that would need resuming.
-			os.Remove(r.parts)
-			if r.created {
-				os.Remove(r.j.Out)
-			}
-		}
+		// A fresh start leaves nothing behind that would need resuming.
+		r.dir.Abandon()
 		return err
 	}
+	defer r.dir.Close()
 	p := r.prog
 	r.log.Info(r.j.Name+" starting", append([]any{"out", r.j.Out, "selected", p.Selected, "already_done", p.AlreadyDone,
 		"to_do", p.Total, "workers", r.j.Workers}, r.j.LogAttrs...)...)
@@ -83,7 +79,7 @@ func (r *run[K, U, R, P]) run(ctx context.Context) error {
 // begin prepares the output directory, reads what earlier invocations
 // wrote, selects the units and writes the first report.
 func (r *run[K, U, R, P]) begin(ctx context.Context) error {
-	if err := r.prepare(); err != nil {
+	if err := r.prepare(ctx); err != nil {
 		return err
 	}
 	plan, err := Select(ctx, r.j, r.parts)
@@ -99,19 +95,21 @@ func (r *run[K, U, R, P]) begin(ctx context.Context) error {
 	return r.writeReport()
 }
 
-// prepare checks the output directory, reads the report of the run it
-// continues, and removes the leftovers of interrupted writes.
-func (r *run[K, U, R, P]) prepare() error {
+// prepare claims the output directory (ErrBusy when another writer holds
+// it), reads the report of the run it continues, and removes the
+// leftovers of interrupted writes.
+func (r *run[K, U, R, P]) prepare(ctx context.Context) error {
 	out := r.j.Out
-	entries, err := os.ReadDir(out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("output directory: %w", err)
+	mode := outdir.New
+	if r.j.Resume {
+		mode = outdir.Resume
 	}
-	r.fresh, r.created = len(entries) == 0, errors.Is(err, os.ErrNotExist)
-	if !r.fresh {
-		if !r.j.Resume {
-			return fmt.Errorf("%s: %w", out, ErrOutExists)
-		}
+	dir, err := outdir.Claim(ctx, out, mode)
+	if err != nil {
+		return err
+	}
+	r.dir = dir
+	if !dir.Fresh() {
 		prev, err := r.j.Read(out)
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s has no %s: %w", out, r.j.ReportFile, ErrNotRun)

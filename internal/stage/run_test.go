@@ -579,3 +579,40 @@ func TestSelectWritesNothing(t *testing.T) {
 		t.Errorf("Select changed the parts: %v, then %v", before, after)
 	}
 }
+
+// TestRunOneWriter: while a run works in its output directory, a second
+// run there, resumed or not, is refused at once (ErrBusy) and touches
+// nothing: the first run's part in progress survives, and it ends well.
+func TestRunOneWriter(t *testing.T) {
+	out := t.TempDir()
+	first := newTestStage(30)
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	first.work = func(ctx context.Context, id string) error {
+		if id == "u010" {
+			close(inFlight)
+			<-release
+		}
+		return nil
+	}
+	j := first.job(out, false)
+	j.Workers = 1
+	j.CheckpointUnits = 4
+	done := make(chan error, 1)
+	go func() { done <- Run(t.Context(), j) }()
+	<-inFlight
+	for _, resume := range []bool{false, true} {
+		second := newTestStage(30)
+		err := Run(t.Context(), second.job(out, resume))
+		if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "in use by process") {
+			t.Errorf("resume %v: got %v, want ErrBusy naming the holder", resume, err)
+		}
+		if n := second.started.Load(); n != 0 {
+			t.Errorf("resume %v: the second run started %d units", resume, n)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the first run: %v", err)
+	}
+	checkOutput(t, out, first.ids)
+}

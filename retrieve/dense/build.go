@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
@@ -230,7 +231,14 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 		Format: stateFormat, Version: vectorsVersion, Model: opts.Model,
 		PassagePrefix: px.Passage, InputType: opts.InputType, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
 	}
-	if err := prepareDir(dir, state, opts.Overwrite); err != nil {
+	// Held to the end; kept on failure: its chunks are what a rerun
+	// resumes from.
+	od, err := outdir.Claim(ctx, dir, outdir.Resume)
+	if err != nil {
+		return Stats{}, fmt.Errorf("build dense index: %w", err)
+	}
+	defer od.Close()
+	if err := prepareDir(od, state, opts.Overwrite); err != nil {
 		return Stats{}, err
 	}
 	n, hashes, err := writeDocs(ctx, dir, src, px.Passage, opts.ChunkSize)
@@ -294,7 +302,8 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 
 // prepareDir makes dir ready for a build: a fresh one, or the interrupted
 // build found there when its settings match.
-func prepareDir(dir string, state buildState, overwrite bool) error {
+func prepareDir(od *outdir.Dir, state buildState, overwrite bool) error {
+	dir := od.Path()
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("build dense index: %w", err)
@@ -331,7 +340,7 @@ func prepareDir(dir string, state buildState, overwrite bool) error {
 			}
 			resume = true
 		case overwrite:
-			if err := os.RemoveAll(dir); err != nil {
+			if err := od.Empty(); err != nil {
 				return fmt.Errorf("build dense index: remove %s: %w", dir, err)
 			}
 		case err != nil:

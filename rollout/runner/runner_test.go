@@ -474,7 +474,7 @@ func TestRunBadInputLeavesNothing(t *testing.T) {
 func TestQuestionsFile(t *testing.T) {
 	dir := t.TempDir()
 	qs := makeQuestions(300, nil)
-	if err := data.WriteDataset(dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}); err != nil {
+	if err := data.WriteDataset(t.Context(), dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	var got []data.Question
