@@ -51,8 +51,10 @@ type Options struct {
 	// Workers per variant (default runner.DefaultWorkers); Parallel
 	// variants at once (default all).
 	Workers, Parallel int
-	// Resume continues an interrupted benchmark in Out.
-	Resume bool
+	// Resume continues an interrupted benchmark in Out, running its failed
+	// questions again unless KeepFailed.
+	Resume     bool
+	KeepFailed bool
 	// Shard runs the questions of one shard only (by a hash of the id);
 	// MergeShards joins the shards' benchmarks.
 	Shard data.Shard
@@ -147,7 +149,7 @@ func (opts *Options) run(ctx context.Context, variants []Variant, log *slog.Logg
 			ro := runner.Options{
 				Questions: opts.Questions, Roles: v.Roles, Loop: v.Loop,
 				Out: filepath.Join(opts.Out, VariantsDir, v.Name), Workers: opts.Workers, Limit: opts.Limit, Shard: opts.Shard,
-				Resume: opts.Resume, Logger: log.With("variant", v.Name),
+				Resume: opts.Resume, KeepFailed: opts.KeepFailed, Logger: log.With("variant", v.Name),
 				Info: runner.Info{Version: opts.Version, Questions: opts.Dataset, Retriever: opts.Retriever,
 					Judge: roleName(v.Roles.Judge), Extractor: roleName(cmpOr[any](v.Roles.Compressor, v.Roles.Extractor)), Reader: roleName(v.Roles.Reader)},
 			}

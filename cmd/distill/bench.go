@@ -38,7 +38,8 @@ func benchCommand() *cli.Command {
 		&cli.IntFlag{Name: "limit", Value: eval.DefaultLimit, Usage: "the first `N` unique questions (0: all)"},
 		&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once per variant", EnvVars: []string{"DISTILL_WORKERS"}},
 		&cli.IntFlag{Name: "parallel", Usage: "variants run at once (default: all)"},
-		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
+		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out, running its failed questions again"},
+		&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the failed questions as they are"},
 		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
 		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judge.Kinds(), ", ")},
@@ -126,7 +127,7 @@ func benchAction(c *cli.Context) error {
 	opts := eval.Options{
 		Shard: shard,
 		Out:   c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
-		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
+		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
 	if opts.Limit == 0 {
 		opts.Limit = -1
@@ -182,7 +183,7 @@ func benchAction(c *cli.Context) error {
 	case errors.Is(err, eval.ErrVariant), errors.Is(err, eval.ErrOptions), errors.Is(err, runner.ErrMismatch):
 		return usageErrorf("bench: %w", err)
 	case err != nil:
-		return err
+		return failuresError("bench", err)
 	}
 	md, err := os.ReadFile(filepath.Join(opts.Out, eval.ReportMD))
 	if err != nil {
@@ -358,12 +359,7 @@ func (m *benchModels) chatter(variant, role, model, baseURL string) (llm.Chatter
 		if err != nil {
 			return nil, err
 		}
-		inner, err = llm.StackInner(client, llm.StackOptions{
-			CacheDir: m.c.Path("cache"),
-			Limits: llm.LimitOptions{MaxConcurrent: m.c.Int("max-concurrent"),
-				RequestsPerMinute: m.c.Float64("requests-per-minute"), TokensPerMinute: m.c.Float64("tokens-per-minute")},
-			Logger: loggerFrom(m.c),
-		})
+		inner, err = llm.StackInner(client, stackOptions(m.c))
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s model: %w", role, err)
 		}

@@ -66,7 +66,8 @@ downloads the output and error files, and resubmits the failed or expired reques
 			&cli.Float64Flag{Name: "temperature", Value: label.DefaultTemperature, Usage: "teacher sampling temperature"},
 			&cli.IntFlag{Name: "max-tokens", Value: label.DefaultMaxTokens, Usage: "most tokens of a teacher answer"},
 			&cli.IntFlag{Name: "seed-base", Usage: "sample k > 0 is sent with seed seed-base+k"},
-			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags), labelling again the states that got no usable sample"},
+			&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the states that got no usable sample as they are"},
 			&cli.IntFlag{Name: "workers", Value: label.DefaultWorkers, Usage: "states labelled at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "label only the first `N` states (0: all)"},
 			&cli.StringFlag{Name: "shard", Usage: "label only the states of shard `i/n` of the questions (by a hash of the id, as rollout); distill merge joins the shards"},
@@ -163,6 +164,11 @@ func labelAction(c *cli.Context) error {
 		}
 		return &exitError{code: exitIncomplete}
 	}
+	if errors.Is(err, label.ErrAllFailed) {
+		if perr := printLabelReport(c, sum, opts.Out); perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return labelError(err)
 	}
@@ -178,7 +184,7 @@ func labelError(err error) error {
 	case errors.Is(err, label.ErrMismatch), errors.Is(err, label.ErrNotRun), errors.Is(err, label.ErrOptions):
 		return usageErrorf("label: %w", err)
 	}
-	return err
+	return failuresError("label", err)
 }
 
 // labelOptions reads the flags that configure the run and loads the
@@ -246,7 +252,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	}
 	return label.Options{
 		In: in, Out: out, Questions: questions, Samples: samples,
-		Resume: c.Bool("resume"), Workers: c.Int("workers"), Limit: c.Int("limit"), Shard: shard,
+		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Workers: c.Int("workers"), Limit: c.Int("limit"), Shard: shard,
 		CheckpointStates: c.Int("checkpoint-states"), CheckpointInterval: c.Duration("checkpoint-interval"),
 		BudgetUSD: c.Float64("budget-usd"),
 		Logger:    loggerFrom(c),

@@ -90,6 +90,9 @@ func errorMessage(ctx context.Context, err error) string {
 		return ""
 	}
 	msg := err.Error()
+	if hint := embedServerHint(err); hint != "" {
+		msg += "\n" + hint
+	}
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 		// The signal that stopped the run, e.g. "interrupt signal received".
 		if msg == "" {

@@ -64,7 +64,8 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
 			&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultSampleOut + ")"},
-			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags), running the failed questions again"},
+			&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the failed questions as they are"},
 			&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "run only the first `N` unique questions (0: all)"},
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id; 0 <= i < n)"},
@@ -166,8 +167,13 @@ func rolloutAction(c *cli.Context) error {
 		return usageErrorf("rollout: %s is not empty: use --resume to continue the run in it, or another --out", opts.Out)
 	case errors.Is(err, runner.ErrMismatch), errors.Is(err, runner.ErrNotRun):
 		return usageErrorf("rollout: %w", err)
+	case errors.Is(err, runner.ErrAllFailed):
+		if perr := printRolloutReport(c, sum, opts.Out); perr != nil {
+			return perr
+		}
+		return failuresError("rollout", err)
 	case err != nil:
-		return err
+		return failuresError("rollout", err)
 	}
 	return printRolloutReport(c, sum, opts.Out)
 }
@@ -198,11 +204,12 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 		return runner.Options{}, usageErrorf("rollout: --checkpoint-interval must be positive")
 	}
 	return runner.Options{
-		Out:     c.Path("out"),
-		Resume:  c.Bool("resume"),
-		Workers: c.Int("workers"),
-		Limit:   c.Int("limit"),
-		Shard:   shard,
+		Out:        c.Path("out"),
+		Resume:     c.Bool("resume"),
+		KeepFailed: c.Bool("no-retry-failed"),
+		Workers:    c.Int("workers"),
+		Limit:      c.Int("limit"),
+		Shard:      shard,
 		Loop: rollout.Options{
 			MaxRetrievals: c.Int("max-rounds"),
 			TopK:          c.Int("top-k"),

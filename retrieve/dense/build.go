@@ -221,7 +221,7 @@ func (o BuildOptions) resolve(emb llm.Embedder) (BuildOptions, Prefixes, error) 
 // same call again reads the corpus again, checks that it is the same, and
 // embeds only the chunks that are missing. The index is complete when
 // meta.json appears, written last. Doc ids must be unique and non-empty.
-func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts BuildOptions) (Stats, error) {
+func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts BuildOptions) (_ Stats, err error) {
 	start := time.Now()
 	opts, px, err := opts.resolve(emb)
 	if err != nil {
@@ -231,13 +231,20 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 		Format: stateFormat, Version: vectorsVersion, Model: opts.Model,
 		PassagePrefix: px.Passage, InputType: opts.InputType, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
 	}
-	// Held to the end; kept on failure: its chunks are what a rerun
-	// resumes from.
+	// Held to the end. On failure the chunks are kept, for a rerun to
+	// resume from; a fresh build that failed before its first chunk leaves
+	// nothing.
 	od, err := outdir.Claim(ctx, dir, outdir.Resume)
 	if err != nil {
 		return Stats{}, fmt.Errorf("build dense index: %w", err)
 	}
-	defer od.Close()
+	defer func() {
+		if chunks, _ := os.ReadDir(filepath.Join(dir, chunksDir)); err != nil && len(chunks) == 0 {
+			od.Abandon()
+		} else {
+			od.Close()
+		}
+	}()
 	if err := prepareDir(od, state, opts.Overwrite); err != nil {
 		return Stats{}, err
 	}
