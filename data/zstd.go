@@ -14,7 +14,9 @@ import (
 // a new encoder, whose tables and window are megabytes, for each page it
 // compresses after a collection. The shared encoder is built once, and
 // EncodeAll may be called from many goroutines at once (each call takes
-// one of its GOMAXPROCS inner encoders).
+// one of its GOMAXPROCS inner encoders). Its window is 1 MiB, not the
+// default 8 MiB: a call compresses one page, which is smaller, and each
+// inner encoder keeps a window's worth of history.
 type zstdCodec struct{}
 
 var sharedEncoder = sync.OnceValue(func() *zstd.Encoder {
@@ -23,6 +25,7 @@ var sharedEncoder = sync.OnceValue(func() *zstd.Encoder {
 		zstd.WithEncoderLevel(zstd.SpeedDefault), // parquet-go's default
 		zstd.WithZeroFrames(true),
 		zstd.WithEncoderCRC(false),
+		zstd.WithWindowSize(1<<20),
 	)
 	if err != nil {
 		panic(err) // only for invalid options, which these are not

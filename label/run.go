@@ -260,7 +260,7 @@ func (r *run) job() stage.Job[data.StateKey, Item, data.Label, *Report] {
 func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		c := &r.rep.Counts
-		seen := make(map[data.StateKey]bool) // with count only
+		var seen seenStates // with count only
 		missing := map[string]bool{}
 		selected, row := 0, -1
 		for s, err := range r.states(ctx) {
@@ -291,12 +291,10 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 			}
 			q, ok := r.opts.Questions[s.QuestionID]
 			if count {
-				k := s.Key()
-				if seen[k] {
-					yield(Item{}, fmt.Errorf("%s: state %s round %d appears twice (merge shards with distill merge)", r.opts.In, s.QuestionID, s.Round))
+				if err := seen.add(s.Key()); err != nil {
+					yield(Item{}, fmt.Errorf("%s: %w (merge shards with distill merge)", r.opts.In, err))
 					return
 				}
-				seen[k] = true
 				if !ok {
 					missing[s.QuestionID] = true
 				}
@@ -315,6 +313,36 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 				len(ids), r.opts.In, ids[0], ErrOptions))
 		}
 	}
+}
+
+// seenStates finds a state that the input holds twice. A rollout writes
+// the states of a question together, so it holds the ids of the questions
+// seen and the rounds of the current one only, not every state.
+type seenStates struct {
+	done   map[string]bool
+	cur    string
+	rounds map[int32]bool
+}
+
+func (s *seenStates) add(k data.StateKey) error {
+	if s.done == nil {
+		s.done, s.rounds = map[string]bool{}, map[int32]bool{}
+	}
+	if k.QuestionID != s.cur {
+		if s.done[k.QuestionID] {
+			return fmt.Errorf("question %s appears twice (again with round %d)", k.QuestionID, k.Round)
+		}
+		if s.cur != "" {
+			s.done[s.cur] = true
+		}
+		s.cur = k.QuestionID
+		clear(s.rounds)
+	}
+	if s.rounds[k.Round] {
+		return fmt.Errorf("state %s round %d appears twice", k.QuestionID, k.Round)
+	}
+	s.rounds[k.Round] = true
+	return nil
 }
 
 // states streams the rows of the input.

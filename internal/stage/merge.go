@@ -109,7 +109,7 @@ func mergeInto[K comparable, R any, P Report](ctx context.Context, out string, i
 // merge streams the inputs' rows into the output file and returns the
 // header of the merged report.
 func merge[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P]) (Header, error) {
-	w, err := data.CreateParquet[R](filepath.Join(out, j.File), j.Kind)
+	w, err := createOutput[R](filepath.Join(out, j.File), j.Kind)
 	if err != nil {
 		return Header{}, err
 	}

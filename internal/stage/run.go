@@ -53,7 +53,8 @@ type run[K comparable, U, R any, P Report] struct {
 	plan *Plan[K, U]
 	pw   *data.PartWriter[R]
 	prog Progress
-	// written is the part of each unit this invocation wrote; streak
+	// written is the part of each unit this invocation did again (a
+	// failure of an earlier one: the only units recorded twice); streak
 	// counts the failed units written in a row, the last one's failure
 	// and key in lastFailure and lastFailed.
 	written     map[K]int
@@ -280,16 +281,19 @@ func (r *run[K, U, R, P]) write(units <-chan []R) error {
 // wrote adds a unit's rows to the current part and counts them.
 func (r *run[K, U, R, P]) wrote(rows []R) error {
 	k := r.j.Key(&rows[0])
+	_, retry := r.plan.last[k]
 	if _, dup := r.written[k]; dup {
 		return fmt.Errorf("%s was done twice", r.j.Describe(k))
 	}
 	if err := r.pw.Write(rows); err != nil {
 		return err
 	}
-	r.written[k] = r.pw.Next()
 	r.prog.Done++
 	r.prog.Rows += int64(len(rows))
-	if _, ok := r.plan.last[k]; ok {
+	if retry {
+		// Only these need a note of their part, which memory holds: every
+		// other unit has one record.
+		r.written[k] = r.pw.Next()
 		r.prog.Retried++
 	}
 	if reason := r.j.failure(rows); reason != "" {
@@ -416,7 +420,7 @@ func (r *run[K, U, R, P]) assemble(ctx context.Context) (failures[K], error) {
 	if err != nil {
 		return failed, err
 	}
-	w, err := data.CreateParquet[R](filepath.Join(r.j.Out, r.j.File), r.j.Kind)
+	w, err := createOutput[R](filepath.Join(r.j.Out, r.j.File), r.j.Kind)
 	if err != nil {
 		return failed, err
 	}
@@ -424,7 +428,7 @@ func (r *run[K, U, R, P]) assemble(ctx context.Context) (failures[K], error) {
 	units := 0
 	for _, p := range parts {
 		err := eachUnit(ctx, p.Path, r.j.Kind, r.j.Key, func(k K, rows []R) error {
-			if r.lastPart(k) != p.N {
+			if n, ok := r.lastPart(k); ok && n != p.N {
 				return nil // a failure done again in a later part
 			}
 			units++
@@ -452,13 +456,15 @@ func (r *run[K, U, R, P]) assemble(ctx context.Context) (failures[K], error) {
 }
 
 // lastPart returns the number of the part that holds the last record of
-// unit k: one this invocation wrote, else one of the earlier ones.
-func (r *run[K, U, R, P]) lastPart(k K) int {
+// unit k when the parts may hold more than one: one this invocation wrote
+// again, else one of the earlier ones. A unit that only this invocation
+// wrote has one record (ok false).
+func (r *run[K, U, R, P]) lastPart(k K) (n int, ok bool) {
 	if n, ok := r.written[k]; ok {
-		return n
+		return n, true
 	}
 	if rec, ok := r.plan.last[k]; ok {
-		return rec.part
+		return rec.part, true
 	}
-	return -1
+	return 0, false
 }
