@@ -92,8 +92,8 @@ func TestBenchOffline(t *testing.T) {
 // errors, reported before anything runs, in the flags' words.
 func TestBenchJudgeUsageErrors(t *testing.T) {
 	t.Chdir(t.TempDir())
-	adapter := judge.Handback{Backend: "local", AdapterDir: "/runs/lora/adapter", TemplateHash: judge.TemplateHash,
-		Serve: "vllm serve base --enable-lora --lora-modules s2g-judge=/runs/lora/adapter"}
+	adapter := judge.Handback{Backend: "local", BaseModel: "base", AdapterDir: "/runs/lora/adapter", TemplateHash: judge.TemplateHash}
+	adapter.SetCommands()
 	if err := os.Mkdir("lora", 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -278,9 +278,16 @@ func labelQuestions(c *cli.Context, in string) (map[string]data.Question, string
 		if strings.HasPrefix(src, datasetSample+" ") || src == datasetSample {
 			dataset = datasetSample
 		} else {
+			// Relative to the rollout's output; an older run.json has it
+			// relative to where the rollout ran.
 			path = src
-			if _, err := os.Stat(path); err != nil {
-				return nil, "", usageErrorf("label: the rollout's questions file %s is not there from here (%v): give --questions FILE", path, err)
+			if !filepath.IsAbs(src) {
+				if p := filepath.Join(filepath.Dir(in), src); fileExists(p) {
+					path = p
+				}
+			}
+			if !fileExists(path) {
+				return nil, "", usageErrorf("label: the rollout's questions file %s is not there from here: give --questions FILE", src)
 			}
 		}
 	}

@@ -124,7 +124,9 @@ func rolloutAction(c *cli.Context) error {
 	}
 	var world *synth.World
 	if questions != "" {
-		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), questions
+		// Recorded relative to the output, as label reads it: the two can
+		// move together.
+		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), relativeTo(opts.Out, questions)
 	} else {
 		world = synth.Sample()
 		opts.Questions, opts.Info.Questions = runner.Slice(world.Questions), datasetSample+" (synthetic, built in)"
