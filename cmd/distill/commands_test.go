@@ -47,6 +47,12 @@ func TestSampleEndToEnd(t *testing.T) {
 		t.Errorf("data show: first line %q: got id %q (err %v), want %q", lines[0], q.ID, err, world.Questions[0].ID)
 	}
 
+	r = runDistill(t, "data", "show", "--count", "--schema", filepath.Join(ds, data.QuestionsFile))
+	if r.code != 0 || !strings.Contains(r.stdout, "rows:") || !strings.Contains(r.stdout, "200") || !strings.Contains(r.stdout, "kind:        questions") ||
+		!strings.Contains(r.stdout, "message ") || !strings.Contains(r.stdout, "gold_titles") {
+		t.Errorf("data show --count --schema: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
 	r = runDistill(t, "--quiet", "index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx)
 	if r.code != 0 {
 		t.Fatalf("index: exit %d, stderr %q", r.code, r.stderr)

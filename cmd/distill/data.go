@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -148,10 +149,13 @@ func dataSynthCommand() *cli.Command {
 func dataShowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
-		Usage:     "print rows of a parquet file written by distill as JSON lines",
+		Usage:     "print rows of a parquet file (questions, corpus, trajectories, labels) as JSON lines, or count them, or show its schema",
+		UsageText: "distill data show [-n N | --count | --schema] FILE\n\nexamples:\n   distill data show -n 3 runs/sample/questions.parquet\n   distill data show --count --schema runs/rollout/trajectories.parquet",
 		ArgsUsage: "FILE",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 10, Usage: "rows to print; 0 prints all"},
+			&cli.BoolFlag{Name: "count", Usage: "print the number of rows (and row groups, and the kind of rows) instead of rows"},
+			&cli.BoolFlag{Name: "schema", Usage: "print the file's parquet schema instead of rows"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := rejectFlagsAfterArgs(c); err != nil {
@@ -160,7 +164,28 @@ func dataShowCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageErrorf("data show: want one FILE, got %d arguments", c.NArg())
 			}
-			return data.ShowParquet(c.App.Writer, c.Args().First(), c.Int("n"))
+			path := c.Args().First()
+			if !c.Bool("count") && !c.Bool("schema") {
+				return data.ShowParquet(c.App.Writer, path, c.Int("n"))
+			}
+			info, err := data.ParquetStats(path)
+			if err != nil {
+				return err
+			}
+			if c.Bool("count") {
+				kind := string(info.Kind)
+				if kind == "" {
+					kind = "none that distill reads: " + info.KindError
+				}
+				if err := printCounts(c.App.Writer, [][2]any{{"rows", info.Rows}, {"row groups", info.RowGroups}, {"kind", kind}}); err != nil {
+					return err
+				}
+			}
+			if c.Bool("schema") {
+				_, err := fmt.Fprintln(c.App.Writer, strings.TrimSpace(info.Schema))
+				return err
+			}
+			return nil
 		},
 	}
 }
