@@ -177,6 +177,12 @@ func (im *importer) run(ctx context.Context) error {
 	if err := im.questions(ctx, qr); err != nil {
 		return err
 	}
+	if im.res.Questions == 0 {
+		if im.res.BadRecords > 0 {
+			return fmt.Errorf("%s holds no question that could be read (%d bad records skipped)", o.In, im.res.BadRecords)
+		}
+		return fmt.Errorf("%s holds no questions (is it the right file, in the %s layout?)", o.In, o.Format)
+	}
 	im.res.UnresolvedFacts = qr.Stats().UnresolvedFacts
 	if o.Corpus != "" {
 		im.log.Info("importing corpus", "file", o.Corpus, "format", o.CorpusFormat)

@@ -176,6 +176,8 @@ func TestCommandUsageErrors(t *testing.T) {
 	bad := filepath.Join(dir, "bad.jsonl")
 	good := `{"_id": "1", "question": "q", "answer": "a", "type": "bridge", "level": "easy", "supporting_facts": [["T", 0]], "context": [["T", ["A sentence."]]]}`
 	os.WriteFile(bad, []byte(good+"\nnot json\n"), 0o644)
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
 	odd := filepath.Join(dir, "odd.jsonl")
 	os.WriteFile(odd, []byte(`{"question": "q"}`+"\n"), 0o644)
 	tests := []struct {
@@ -190,6 +192,10 @@ func TestCommandUsageErrors(t *testing.T) {
 		{"import unknown dataset", []string{"data", "import", "--dataset", "nq", "--out", dir}, 2, `unknown --dataset "nq"`},
 		{"import bad record", []string{"data", "import", "--in", bad, "--format", "hotpotqa", "--out", filepath.Join(dir, "o")}, 1, "bad.jsonl: record 2 (line 2): invalid JSON"},
 		{"import missing file", []string{"data", "import", "--in", filepath.Join(dir, "nope.json"), "--format", "hotpotqa", "--out", dir}, 1, "nope.json"},
+		{"import empty file", []string{"data", "import", "--in", empty, "--format", "hotpotqa", "--out", filepath.Join(dir, "e")}, 1, "empty.jsonl holds no questions"},
+		{"label missing input", []string{"label", "--in", filepath.Join(dir, "nope"), "--out", filepath.Join(dir, "l")}, 1, "label: --in: stat " + filepath.Join(dir, "nope")},
+		{"filter missing input", []string{"filter", "--in", filepath.Join(dir, "nope.parquet"), "--out", filepath.Join(dir, "f")}, 1, "nope.parquet: no such file"},
+		{"filter of trajectories", []string{"filter", "--in", bad, "--out", filepath.Join(dir, "f")}, 2, "filter: bad input"},
 		{"show flag after file", []string{"data", "show", "x.parquet", "-n", "3"}, 2, "put flags before arguments"},
 		{"show no file", []string{"data", "show"}, 2, "want one FILE"},
 		{"synth bad size", []string{"data", "synth", "--questions", "0", "--out", dir}, 2, "question count out of range"},

@@ -197,7 +197,12 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	case out == "" && !c.Bool("dry-run"):
 		return label.Options{}, usageErrorf("label: --out is required")
 	}
-	if fi, err := os.Stat(in); err == nil && fi.IsDir() {
+	fi, err := os.Stat(in)
+	if err != nil {
+		// Missing input, as for every command: exit 1, the file named.
+		return label.Options{}, fmt.Errorf("label: --in: %w", err)
+	}
+	if fi.IsDir() {
 		in = filepath.Join(in, runner.TrajectoriesFile)
 	}
 	teacher := c.String("teacher")
