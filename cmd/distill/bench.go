@@ -447,7 +447,7 @@ type variantBars struct {
 }
 
 func newVariantBars(c *cli.Context) *variantBars {
-	return &variantBars{bar: newProgress(c, -1, "bench"), total: map[string]int{}, done: map[string]int{}}
+	return &variantBars{bar: newProgress(c, -1, "bench", "questions"), total: map[string]int{}, done: map[string]int{}}
 }
 
 func (v *variantBars) update(variant string, p runner.Progress) {

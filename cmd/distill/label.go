@@ -140,7 +140,7 @@ func labelAction(c *cli.Context) error {
 		return printEstimate(c, est, opts)
 	}
 
-	bar := newProgress(c, -1, "label")
+	bar := newProgress(c, -1, "label", "states")
 	sized := false
 	opts.Progress = func(p label.Progress) {
 		if !sized {
@@ -361,11 +361,8 @@ func printLabelReport(c *cli.Context, sum label.Summary, out string) error {
 		)
 	}
 	if len(sum.Usage) > 0 {
-		var tokens int64
-		for _, s := range sum.Usage {
-			tokens += s.PromptTokens + s.CompletionTokens
-		}
-		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", fmt.Sprintf("$%.4f", sum.CostUSD)})
+		tokens, cost := usageText(sum.Usage)
+		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", cost})
 	}
 	if sum.Labels != "" {
 		rows = append(rows, [2]any{"labels", sum.Labels})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -156,13 +157,32 @@ func usageSoFar(usage func() []llm.Stats) string {
 	if usage == nil {
 		return ""
 	}
-	var tokens int64
-	var cost float64
-	for _, s := range usage() {
-		tokens += s.PromptTokens + s.CompletionTokens
-		cost += s.CostUSD
+	tokens, cost := usageText(usage())
+	return ", " + tokens + " tokens, " + cost
+}
+
+// usageText returns the tokens of usage and their cost: "$C", or
+// "unknown" with the models that have no price (their tokens are not in a
+// cost, and a cost of $0 would mislead).
+func usageText(usage []llm.Stats) (tokens, cost string) {
+	var n int64
+	var usd float64
+	var unpriced []string
+	for _, s := range usage {
+		n += s.PromptTokens + s.CompletionTokens
+		usd += s.CostUSD
+		if s.Unpriced > 0 && !slices.Contains(unpriced, s.Model) {
+			unpriced = append(unpriced, s.Model)
+		}
 	}
-	return fmt.Sprintf(", %d tokens, $%.4f", tokens, cost)
+	cost = fmt.Sprintf("$%.4f", usd)
+	if len(unpriced) > 0 {
+		cost = fmt.Sprintf("unknown (no price for %s: give one with --price MODEL=INPUT:OUTPUT)", strings.Join(unpriced, ", "))
+		if usd > 0 {
+			cost = fmt.Sprintf("$%.4f and %s", usd, cost)
+		}
+	}
+	return fmt.Sprint(n), cost
 }
 
 // failuresError says how to go on from a run that stopped because its

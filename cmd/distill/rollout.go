@@ -150,7 +150,7 @@ func rolloutAction(c *cli.Context) error {
 		opts.Roles.Retriever, opts.Info.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
 	}
 
-	bar := newProgress(c, -1, "rollout")
+	bar := newProgress(c, -1, "rollout", "questions")
 	sized := false
 	opts.Progress = func(p runner.Progress) {
 		if !sized {
@@ -376,11 +376,8 @@ func printRolloutReport(c *cli.Context, sum runner.Summary, out string) error {
 		rows = append(rows, [2]any{"repeated ids skipped", cnt.DuplicateIDs})
 	}
 	if len(sum.Usage) > 0 {
-		var tokens int64
-		for _, s := range sum.Usage {
-			tokens += s.PromptTokens + s.CompletionTokens
-		}
-		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", fmt.Sprintf("$%.4f", sum.CostUSD)})
+		tokens, cost := usageText(sum.Usage)
+		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", cost})
 	}
 	rows = append(rows,
 		[2]any{"trajectories", sum.Trajectories},

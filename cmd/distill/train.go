@@ -256,7 +256,7 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 // job writes to its log, and hands it back.
 func followJob(c *cli.Context, b finetune.Backend, job finetune.Job, st finetune.State) error {
 	log := loggerFrom(c)
-	bar := newProgress(c, -1, "train")
+	bar := newProgress(c, -1, "train", "steps")
 	tail := newLogTail(job.Path(st.LogPath))
 	show := func(st finetune.State) {
 		if st.TotalSteps > 0 {
