@@ -267,7 +267,9 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 	if err != nil {
 		return Summary{}, err
 	}
-	files = append(files, plots...)
+	for _, p := range plots {
+		files = append(files, filepath.Base(p)) // WritePlots gives paths
+	}
 	return Summary{Report: r, Files: files}, nil
 }
 

@@ -63,6 +63,7 @@ func buildApp(stdout, stderr io.Writer, cmds []*cli.Command) *cli.App {
 		OnUsageError:   onUsageError,
 	}
 	guardUsage(cmds)
+	addExamples(cmds, "")
 	return app
 }
 

@@ -268,6 +268,9 @@ func benchMergeAction(c *cli.Context) error {
 }
 
 func benchCompareAction(c *cli.Context) error {
+	if err := rejectFlagsAfterArgs(c); err != nil {
+		return err
+	}
 	if c.NArg() != 2 {
 		return usageErrorf("bench compare: want two reports (report.json files or benchmark directories)")
 	}

@@ -208,6 +208,8 @@ func TestCommandUsageErrors(t *testing.T) {
 		{"search bad k", []string{"search", "--index", dir, "-k", "0", "who"}, 2, "-k must be at least 1"},
 		{"search not an index", []string{"search", "--index", dir, "who"}, 1, "is not an index directory"},
 		{"search flag after query", []string{"search", "--index", dir, "who", "--json"}, 2, "put flags before arguments"},
+		{"compare not a flag after argument", []string{"bench", "compare", "a", "b", "--bogus"}, 2, "bench compare: --bogus comes after an argument, and is not a flag of bench compare"},
+		{"train status flag after dir", []string{"train", "status", dir, "--poll-interval", "1s"}, 2, "train status: --poll-interval comes after an argument"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
