@@ -21,7 +21,7 @@ func TestBenchOffline(t *testing.T) {
 	if err := os.CopyFS("judge", os.DirFS(offlineChain(t).Judge)); err != nil {
 		t.Fatal(err)
 	}
-	r := runDistill(t, "--quiet", "bench", "--limit", "40")
+	r := runDistill(t, "--quiet", "bench", "--limit", "20")
 	if r.code != 0 {
 		t.Fatalf("bench: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -31,7 +31,7 @@ func TestBenchOffline(t *testing.T) {
 		}
 	}
 	rep, err := eval.ReadReport(filepath.Join(defaultBenchOut, eval.ReportJSON))
-	if err != nil || len(rep.Variants) != len(eval.VariantNames()) || rep.Questions != 40 {
+	if err != nil || len(rep.Variants) != len(eval.VariantNames()) || rep.Questions != 20 {
 		t.Fatalf("report.json: %d variants, %d questions, %v", len(rep.Variants), rep.Questions, err)
 	}
 	for _, f := range []string{eval.TracesHTML, eval.PlotEMF1, eval.PlotRounds, eval.PlotCalibration, eval.PlotCompressionF1} {
@@ -40,7 +40,7 @@ func TestBenchOffline(t *testing.T) {
 		}
 	}
 
-	r = runDistill(t, "--quiet", "bench", "--limit", "40", "--judge-from", "judge", "--out", "trained", "--variants", "full,no-sft")
+	r = runDistill(t, "--quiet", "bench", "--limit", "20", "--judge-from", "judge", "--out", "trained", "--variants", "full,no-sft")
 	if r.code != 0 {
 		t.Fatalf("bench --judge-from: exit %d, stderr %q", r.code, r.stderr)
 	}
