@@ -128,9 +128,13 @@ func claim(ctx context.Context, dir string) (*Dir, error) {
 	case err == nil:
 		d.created = true
 	case errors.Is(err, os.ErrExist):
-		if fi, serr := os.Stat(dir); serr != nil {
+		fi, serr := os.Stat(dir)
+		switch {
+		case errors.Is(serr, os.ErrNotExist):
+			return nil, errRace // abandoned and removed since
+		case serr != nil:
 			return nil, fmt.Errorf("output directory: %w", serr)
-		} else if !fi.IsDir() {
+		case !fi.IsDir():
 			return nil, fmt.Errorf("output directory %s is a file", dir)
 		}
 	default:
