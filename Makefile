@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models e2e e2e-models e2e-opensearch e2e-browser bench lint install clean
+.PHONY: all build test e2e-slow fakes models e2e e2e-models e2e-opensearch e2e-browser bench lint install clean
 
 all: build
 
@@ -22,6 +22,13 @@ test:
 	$(GO) vet -tags fakes ./cmd/distill
 	$(GO) test -race ./...
 	$(GO) test -race -tags fakes -run Fake ./cmd/distill
+
+# e2e-slow runs the end-to-end tests too slow for make test (build tag
+# e2e, named TestE2E...): processes racing for one output directory, 50
+# times each way.
+e2e-slow:
+	$(GO) vet -tags e2e ./...
+	$(GO) test -race -tags e2e -run '^TestE2E' -timeout 30m ./...
 
 # bin/distill-fakes is distill with the hidden test servers (distill
 # fake-llm), for trying runs against a failing model server by hand.

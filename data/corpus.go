@@ -80,9 +80,12 @@ func OpenCorpus(path string, format CorpusFormat) (*CorpusReader, error) {
 		if err != nil {
 			return nil, err
 		}
-		if pq.Kind() != KindCorpus {
+		if k, err := pq.Kind(); err != nil || k != KindCorpus {
 			pq.Close()
-			return nil, fmt.Errorf("%s: parquet file of kind %q, want %q", path, pq.Kind(), KindCorpus)
+			if err == nil {
+				err = fmt.Errorf("%s: parquet file of kind %q, want %q", path, k, KindCorpus)
+			}
+			return nil, err
 		}
 		r.pq = pq
 		r.buf = make([]Passage, 0, parquetBatch)

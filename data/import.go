@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // Names of the files Import writes in its output directory.
@@ -37,8 +39,11 @@ type ImportOptions struct {
 	// corpus is the union of the questions' context paragraphs.
 	Corpus       string
 	CorpusFormat CorpusFormat
-	// Out is the output directory; it is created if needed.
-	Out string
+	// Out is the output directory; it is created if needed. It must be
+	// empty, or Overwrite set (outdir.ErrNotEmpty), and not in use by
+	// another writer (outdir.ErrBusy).
+	Out       string
+	Overwrite bool
 	// SkipBad makes Import count and report bad records and go on, instead
 	// of stopping at the first one.
 	SkipBad bool
@@ -85,15 +90,22 @@ type ImportResult struct {
 //
 // Without SkipBad the first bad record stops the import; with it, bad records
 // are counted and reported in the result. A repeated question id is a bad
-// record. On error nothing is written (the result still holds the counts
-// so far). Memory stays bounded by the questions and the set of passage ids,
+// record. On error nothing is written, and an output directory that Import
+// created is removed (the result still holds the counts so far). Memory stays bounded by the questions and the set of passage ids,
 // not by the size of the corpus.
 func Import(ctx context.Context, opts ImportOptions) (ImportResult, error) {
 	im := &importer{opts: opts, log: opts.Logger}
 	if im.log == nil {
 		im.log = slog.New(slog.DiscardHandler)
 	}
-	err := im.run(ctx)
+	mode := outdir.New
+	if opts.Overwrite {
+		mode = outdir.Overwrite
+	}
+	err := im.check()
+	if err == nil {
+		err = outdir.Write(ctx, opts.Out, mode, func(*outdir.Dir) error { return im.run(ctx) })
+	}
 	if err != nil {
 		im.res.QuestionsPath, im.res.CorpusPath = "", ""
 		return im.res, fmt.Errorf("import: %w", err)
@@ -117,7 +129,8 @@ type importer struct {
 	anyTitle bool            // every passage title goes into titles
 }
 
-func (im *importer) run(ctx context.Context) error {
+// check rejects options Import cannot work with.
+func (im *importer) check() error {
 	o := im.opts
 	switch {
 	case o.In == "":
@@ -129,9 +142,21 @@ func (im *importer) run(ctx context.Context) error {
 	case o.Corpus != "" && !slices.Contains(CorpusFormats(), o.CorpusFormat):
 		return fmt.Errorf("unknown corpus format %q (valid: %s)", o.CorpusFormat, joinNames(CorpusFormats()))
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return err
+	// Missing inputs are told before the output directory is looked at.
+	for _, in := range []string{o.In, o.Corpus} {
+		if in == "" {
+			continue
+		}
+		if _, err := os.Stat(in); err != nil {
+			return err // *fs.PathError names the file
+		}
 	}
+	return nil
+}
+
+// run imports into the output directory that Import holds.
+func (im *importer) run(ctx context.Context) error {
+	o := im.opts
 	qopts := []QuestionOption{WithDataset(o.Dataset)}
 	if o.Corpus != "" {
 		qopts = append(qopts, WithExternalCorpus())
@@ -159,6 +184,12 @@ func (im *importer) run(ctx context.Context) error {
 	im.log.Info("importing questions", "file", o.In, "format", o.Format)
 	if err := im.questions(ctx, qr); err != nil {
 		return err
+	}
+	if im.res.Questions == 0 {
+		if im.res.BadRecords > 0 {
+			return fmt.Errorf("%s holds no question that could be read (%d bad records skipped)", o.In, im.res.BadRecords)
+		}
+		return fmt.Errorf("%s holds no questions (is it the right file, in the %s layout?)", o.In, o.Format)
 	}
 	im.res.UnresolvedFacts = qr.Stats().UnresolvedFacts
 	if o.Corpus != "" {
@@ -319,8 +350,6 @@ func (im *importer) commit() error {
 			return err
 		}
 		im.res.CorpusPath = im.cw.path
-	} else if _, err := os.Stat(filepath.Join(im.opts.Out, CorpusFile)); err == nil {
-		im.log.Warn("output directory holds a corpus from an earlier import", "file", filepath.Join(im.opts.Out, CorpusFile))
 	}
 	if err := im.qw.Close(); err != nil {
 		if im.res.CorpusPath != "" {

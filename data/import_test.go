@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -289,9 +290,10 @@ func TestImportFailsCleanly(t *testing.T) {
 
 func TestImportReportsFirstErrorsOnly(t *testing.T) {
 	in := writeFile(t, "bad.jsonl", []byte(strings.Repeat("not json\n", maxReportedErrors+5)))
+	// Nothing could be read: an error, with the counts.
 	res, err := Import(t.Context(), ImportOptions{In: in, Format: QuestionsFlashRAG, Out: t.TempDir(), SkipBad: true})
-	if err != nil {
-		t.Fatal(err)
+	if err == nil || !strings.Contains(err.Error(), "holds no question that could be read (25 bad records skipped)") {
+		t.Errorf("got %v, want an error saying no question could be read", err)
 	}
 	if res.BadRecords != maxReportedErrors+5 || len(res.Errors) != maxReportedErrors {
 		t.Errorf("got %d bad records and %d reported, want %d and %d", res.BadRecords, len(res.Errors), maxReportedErrors+5, maxReportedErrors)
@@ -373,5 +375,19 @@ func TestImportRealData(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestImportEmpty: a file with no questions is an error, not an empty
+// dataset.
+func TestImportEmpty(t *testing.T) {
+	in := writeFile(t, "empty.jsonl", nil)
+	out := filepath.Join(t.TempDir(), "out")
+	_, err := Import(t.Context(), ImportOptions{In: in, Format: QuestionsHotpotQA, Out: out})
+	if err == nil || !strings.Contains(err.Error(), "empty.jsonl holds no questions") {
+		t.Errorf("got %v, want an error saying the file holds no questions", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the failed import left %s: %v", out, err)
 	}
 }

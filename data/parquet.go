@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -58,7 +60,7 @@ func CreateParquet[T any](path string, kind Kind) (*ParquetWriter[T], error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	w := parquet.NewGenericWriter[T](tmp,
-		parquet.Compression(&parquet.Zstd),
+		parquet.Compression(zstdCodec{}),
 		parquet.MaxRowsPerRowGroup(rowsPerRowGroup),
 		parquet.KeyValueMetadata(metaKind, string(kind)),
 		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),
@@ -158,6 +160,10 @@ type ParquetReader[T any] struct {
 	file   *parquet.File
 	r      *parquet.GenericReader[T]
 	closed bool
+	// absentLists are the fields of T, by index, that are lists the file
+	// has no column for: parquet-go reads them as one zero element, and
+	// Read empties them.
+	absentLists []int
 }
 
 // OpenParquet opens a parquet file for reading rows of type T. Columns of
@@ -188,7 +194,29 @@ func (r *ParquetReader[T]) open() (err error) {
 		}
 	}()
 	r.r = parquet.NewGenericReader[T](r.file)
+	r.absentLists = absentLists[T](r.file.Schema())
 	return nil
+}
+
+// absentLists returns the indexes of the fields of T (a struct) that are
+// lists (tag "name,list") with no column in schema.
+func absentLists[T any](schema *parquet.Schema) []int {
+	t := reflect.TypeFor[T]()
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	has := map[string]bool{}
+	for _, f := range schema.Fields() {
+		has[f.Name()] = true
+	}
+	var idx []int
+	for i := range t.NumField() {
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("parquet"), ",")
+		if name != "" && name != "-" && strings.Contains(","+opts+",", ",list,") && !has[name] {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // openParquetFile reads the footer of a parquet file.
@@ -210,11 +238,9 @@ func openParquetFile(f *os.File, path string) (pf *parquet.File, err error) {
 	return pf, nil
 }
 
-// Kind returns the kind stored in the file's metadata, empty if none.
-func (r *ParquetReader[T]) Kind() Kind {
-	k, _ := r.file.Lookup(metaKind)
-	return Kind(k)
-}
+// Kind returns the kind of the file's rows (see ParquetKind), with the
+// error of a file whose columns make it no kind.
+func (r *ParquetReader[T]) Kind() (Kind, error) { return fileKind(r.file, r.path) }
 
 // NumRows returns the number of rows in the file.
 func (r *ParquetReader[T]) NumRows() int64 { return r.file.NumRows() }
@@ -232,6 +258,12 @@ func (r *ParquetReader[T]) Read(rows []T) (n int, err error) {
 		}
 	}()
 	n, err = r.r.Read(rows)
+	for i := range rows[:n] {
+		v := reflect.ValueOf(&rows[i]).Elem()
+		for _, f := range r.absentLists {
+			v.Field(f).SetZero()
+		}
+	}
 	if err != nil && err != io.EOF {
 		err = fmt.Errorf("read parquet %s: %w", r.path, err)
 	}
@@ -276,8 +308,14 @@ func ReadParquet[T any](path string) ([]T, error) {
 	}
 }
 
-// ParquetKind returns the kind a parquet file was written as. A parquet file
-// that distill did not write is an error.
+// ParquetKind returns the kind of rows a parquet file holds: the kind
+// distill recorded when it wrote the file, else the kind its columns make
+// it, by name, whatever wrote it (pandas, DuckDB, Hugging Face datasets): a
+// question file has the string columns id and question (answers,
+// gold_titles and the rest of Question's columns are read when present), a
+// corpus the string columns id, title and text (and sentences). Other
+// columns are ignored. A file that is neither is an error that names its
+// columns.
 func ParquetKind(path string) (Kind, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -288,11 +326,30 @@ func ParquetKind(path string) (Kind, error) {
 	if err != nil {
 		return "", err
 	}
-	k, _ := pf.Lookup(metaKind)
-	if k == "" {
-		return "", fmt.Errorf("%s: not written by distill (no %q metadata)", path, metaKind)
+	return fileKind(pf, path)
+}
+
+// fileKind is ParquetKind of an open file.
+func fileKind(pf *parquet.File, path string) (Kind, error) {
+	if k, _ := pf.Lookup(metaKind); k != "" {
+		return Kind(k), nil
 	}
-	return Kind(k), nil
+	strs := map[string]bool{}
+	var names []string
+	for _, field := range pf.Schema().Fields() {
+		names = append(names, field.Name())
+		if field.Leaf() && !field.Repeated() && field.Type().Kind() == parquet.ByteArray {
+			strs[field.Name()] = true
+		}
+	}
+	switch {
+	case strs["id"] && strs["question"]:
+		return KindQuestions, nil
+	case strs["id"] && strs["title"] && strs["text"]:
+		return KindCorpus, nil
+	}
+	return "", fmt.Errorf("%s: not written by distill, and its columns (%s) are neither questions' (string columns id and question; answers, gold_titles, ...) nor a corpus's (string columns id, title and text): rename its columns, or import it with distill data import",
+		path, strings.Join(names, ", "))
 }
 
 // ShowParquet writes the first n rows (all when n <= 0) of a parquet file
@@ -349,4 +406,36 @@ func showRows[T any](w io.Writer, path string, limit int) error {
 		}
 	}
 	return nil
+}
+
+// ParquetInfo is what ParquetStats tells of a parquet file.
+type ParquetInfo struct {
+	// Kind is the kind of its rows (ParquetKind); empty, with KindError
+	// saying why, when distill cannot read it as any kind.
+	Kind      Kind
+	KindError string
+	Rows      int64
+	RowGroups int
+	// Schema is the file's schema in parquet's own notation.
+	Schema string
+}
+
+// ParquetStats reads a parquet file's footer: its kind, rows, row groups
+// and schema. Nothing else is read.
+func ParquetStats(path string) (ParquetInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ParquetInfo{}, err // *fs.PathError names the file
+	}
+	defer f.Close()
+	pf, err := openParquetFile(f, path)
+	if err != nil {
+		return ParquetInfo{}, err
+	}
+	info := ParquetInfo{Rows: pf.NumRows(), RowGroups: len(pf.RowGroups()), Schema: pf.Schema().String()}
+	info.Kind, err = fileKind(pf, path)
+	if err != nil {
+		info.KindError = err.Error()
+	}
+	return info, nil
 }

@@ -129,8 +129,8 @@ func TestParquetReaderStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.NumRows() != int64(len(sampleQuestions)) || r.Kind() != KindQuestions {
-		t.Errorf("got %d rows of kind %q, want %d of %q", r.NumRows(), r.Kind(), len(sampleQuestions), KindQuestions)
+	if k, err := r.Kind(); r.NumRows() != int64(len(sampleQuestions)) || k != KindQuestions || err != nil {
+		t.Errorf("got %d rows of kind %q (%v), want %d of %q", r.NumRows(), k, err, len(sampleQuestions), KindQuestions)
 	}
 	var got []Question
 	for range 10 {
@@ -239,19 +239,27 @@ func TestShowParquet(t *testing.T) {
 	questions := writeParquet(t, dir, KindQuestions, sampleQuestions)
 	corpus := writeParquet(t, dir, KindCorpus, corpusFixture)
 	unknown := writeParquet(t, dir, "mystery", corpusFixture)
-	foreign := filepath.Join(dir, "foreign.parquet")
-	f, err := os.Create(foreign)
-	if err != nil {
-		t.Fatal(err)
+	// Files written by other tools: no kind recorded, columns by name,
+	// nullable, in another order, with columns distill has no use for.
+	foreign := writeForeign(t, filepath.Join(dir, "foreign.parquet"), corpusFixture)
+	type otherQuestion struct {
+		Score    float64  `parquet:"score"`
+		Question *string  `parquet:"question,optional"`
+		Answers  []string `parquet:"answers,list"`
+		ID       *string  `parquet:"id,optional"`
 	}
-	pw := parquet.NewGenericWriter[Passage](f)
-	if _, err := pw.Write(corpusFixture); err != nil {
-		t.Fatal(err)
+	var others []otherQuestion
+	for _, q := range sampleQuestions[:2] {
+		others = append(others, otherQuestion{Score: 1, Question: &q.Text, Answers: q.Answers, ID: &q.ID})
 	}
-	if err := pw.Close(); err != nil {
-		t.Fatal(err)
+	foreignQuestions := writeForeign(t, filepath.Join(dir, "foreign-questions.parquet"), others)
+	type intID struct {
+		ID   int64  `parquet:"id"`
+		Text string `parquet:"text"`
 	}
-	f.Close()
+	neither := writeForeign(t, filepath.Join(dir, "neither.parquet"), []intID{{1, "x"}})
+	wantQuestions := []Question{{ID: sampleQuestions[0].ID, Text: sampleQuestions[0].Text, Answers: sampleQuestions[0].Answers},
+		{ID: sampleQuestions[1].ID, Text: sampleQuestions[1].Text, Answers: sampleQuestions[1].Answers}}
 
 	tests := []struct {
 		name    string
@@ -264,7 +272,9 @@ func TestShowParquet(t *testing.T) {
 		{"all passages", corpus, 0, corpusFixture, ""},
 		{"more than there are", corpus, 10, corpusFixture, ""},
 		{"unknown kind", unknown, 0, nil, `unknown parquet kind "mystery" (known: questions, corpus, trajectories, labels)`},
-		{"not distill's", foreign, 0, nil, `not written by distill (no "distill.kind" metadata)`},
+		{"another tool's corpus", foreign, 0, corpusFixture, ""},
+		{"another tool's questions", foreignQuestions, 0, wantQuestions, ""},
+		{"neither", neither, 0, nil, `not written by distill, and its columns (id, text) are neither questions'`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -357,5 +367,55 @@ func TestParquetFlush(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+}
+
+// writeForeign writes rows to path as a tool other than distill would:
+// without distill's metadata.
+func writeForeign[T any](t *testing.T, path string, rows []T) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pw := parquet.NewGenericWriter[T](f)
+	if _, err := pw.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestParquetStats(t *testing.T) {
+	dir := t.TempDir()
+	questions := writeParquet(t, dir, KindQuestions, sampleQuestions)
+	type intID struct {
+		ID int64 `parquet:"id"`
+	}
+	other := writeForeign(t, filepath.Join(dir, "other.parquet"), []intID{{1}, {2}, {3}})
+	tests := []struct {
+		path       string
+		wantRows   int64
+		wantKind   Kind
+		wantSchema string
+		wantErr    bool
+	}{
+		{questions, int64(len(sampleQuestions)), KindQuestions, "binary question (STRING)", false},
+		{other, 3, "", "int64 id", true},
+	}
+	for _, tt := range tests {
+		info, err := ParquetStats(tt.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Rows != tt.wantRows || info.Kind != tt.wantKind || info.RowGroups != 1 || !strings.Contains(info.Schema, tt.wantSchema) || (info.KindError != "") != tt.wantErr {
+			t.Errorf("%s: got %+v, want %d rows of kind %q, schema with %q", tt.path, info, tt.wantRows, tt.wantKind, tt.wantSchema)
+		}
+	}
+	if _, err := ParquetStats(filepath.Join(dir, "nope.parquet")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: got %v", err)
 	}
 }

@@ -2,13 +2,15 @@ package data
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // DetectCorpusFormat guesses the layout of a corpus file from its name and
@@ -125,15 +127,22 @@ func (s *SkipBad) Next() (Passage, error) {
 }
 
 // WriteDataset writes questions and passages as dir/questions.parquet and
-// dir/corpus.parquet (the layout Import writes), each atomically.
-func WriteDataset(dir string, questions []Question, passages []Passage) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write dataset: %w", err)
+// dir/corpus.parquet (the layout Import writes), each atomically. dir
+// follows the rule of every output directory (see Import): empty or
+// absent unless overwrite is set, one writer at a time, nothing left
+// behind by a failure.
+func WriteDataset(ctx context.Context, dir string, questions []Question, passages []Passage, overwrite bool) error {
+	mode := outdir.New
+	if overwrite {
+		mode = outdir.Overwrite
 	}
-	if err := writeAll(filepath.Join(dir, CorpusFile), KindCorpus, passages); err != nil {
-		return fmt.Errorf("write dataset: %w", err)
-	}
-	if err := writeAll(filepath.Join(dir, QuestionsFile), KindQuestions, questions); err != nil {
+	err := outdir.Write(ctx, dir, mode, func(*outdir.Dir) error {
+		if err := writeAll(filepath.Join(dir, CorpusFile), KindCorpus, passages); err != nil {
+			return err
+		}
+		return writeAll(filepath.Join(dir, QuestionsFile), KindQuestions, questions)
+	})
+	if err != nil {
 		return fmt.Errorf("write dataset: %w", err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 func TestDetectCorpusFormat(t *testing.T) {
@@ -93,8 +95,12 @@ func TestWriteDataset(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ds")
 	qs := []Question{{ID: "q1", Text: "Who?", Answers: []string{"Ann"}, GoldTitles: []string{"A"}, Dataset: "x"}}
 	ps := []Passage{{ID: "p1", Title: "A", Text: "Ann did.", Sentences: []string{"Ann did."}}, {ID: "p2", Title: "B", Text: "Bob."}}
-	if err := WriteDataset(dir, qs, ps); err != nil {
+	if err := WriteDataset(t.Context(), dir, qs, ps, false); err != nil {
 		t.Fatal(err)
+	}
+	// Written once: the directory is not empty any more.
+	if err := WriteDataset(t.Context(), dir, qs[:0], ps, false); !errors.Is(err, outdir.ErrNotEmpty) {
+		t.Errorf("second write: got %v, want ErrNotEmpty", err)
 	}
 	gotQ, err := ReadParquet[Question](filepath.Join(dir, QuestionsFile))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -54,8 +55,10 @@ type Options struct {
 	// Workers per variant (default runner.DefaultWorkers); Parallel
 	// variants at once (default all).
 	Workers, Parallel int
-	// Resume continues an interrupted benchmark in Out.
-	Resume bool
+	// Resume continues an interrupted benchmark in Out, running its failed
+	// questions again unless KeepFailed.
+	Resume     bool
+	KeepFailed bool
 	// Shard runs the questions of one shard only (by a hash of the id);
 	// MergeShards joins the shards' benchmarks.
 	Shard data.Shard
@@ -126,6 +129,25 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		}
 		variants[i] = v
 	}
+	mode := outdir.New
+	if opts.Resume {
+		mode = outdir.Resume
+	}
+	od, err := outdir.Claim(ctx, opts.Out, mode)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum, err := opts.run(ctx, variants, log)
+	if err != nil {
+		od.AbandonIfEmpty()
+		return Summary{}, err
+	}
+	return sum, od.Close()
+}
+
+// run runs the variants in the output directory that Run holds, and
+// writes the reports.
+func (opts *Options) run(ctx context.Context, variants []Variant, log *slog.Logger) (Summary, error) {
 	if err := os.MkdirAll(filepath.Join(opts.Out, VariantsDir), 0o755); err != nil {
 		return Summary{}, err
 	}
@@ -145,7 +167,7 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 			ro := runner.Options{
 				Questions: opts.Questions, Roles: v.Roles, Loop: v.Loop,
 				Out: filepath.Join(opts.Out, VariantsDir, v.Name), Workers: opts.Workers, Limit: opts.Limit, Shard: opts.Shard,
-				Resume: opts.Resume, Logger: log.With("variant", v.Name),
+				Resume: opts.Resume, KeepFailed: opts.KeepFailed, Logger: log.With("variant", v.Name),
 				Info: runner.Info{Version: opts.Version, Questions: opts.Dataset, Retriever: opts.Retriever,
 					Judge: roleName(v.Roles.Judge), Extractor: roleName(cmpOr[any](v.Roles.Compressor, v.Roles.Extractor)), Reader: roleName(v.Roles.Reader)},
 			}

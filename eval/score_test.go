@@ -76,7 +76,7 @@ func TestScore(t *testing.T) {
 func TestScoreParquetQuestions(t *testing.T) {
 	dir := t.TempDir()
 	qs := []data.Question{{ID: "x", Text: "?", Answers: []string{"blue"}}, {ID: "y", Text: "?", Answers: []string{"red"}}}
-	if err := data.WriteDataset(dir, qs, []data.Passage{{ID: "p", Title: "t", Text: "x"}}); err != nil {
+	if err := data.WriteDataset(context.Background(), dir, qs, []data.Passage{{ID: "p", Title: "t", Text: "x"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	predictions := writeFile(t, "p.jsonl", `{"id": "x", "prediction": "Blue"}`+"\n")

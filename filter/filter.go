@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // Names of the files Run writes in its output directory.
@@ -49,8 +50,8 @@ const (
 
 var (
 	// ErrOutExists is the cause of the error of a Run whose output
-	// directory already holds one of the output files, without Overwrite.
-	ErrOutExists = errors.New("output exists")
+	// directory is not empty, without Overwrite.
+	ErrOutExists = outdir.ErrNotEmpty
 	// ErrInput is the cause of the errors about an input that cannot be
 	// filtered: not a labels file, or a state labelled twice.
 	ErrInput = errors.New("bad input")
@@ -84,8 +85,9 @@ type Options struct {
 	ValFraction float64
 	// Seed seeds the split and the balancing; 0 means DefaultSeed.
 	Seed int64
-	// Overwrite replaces the output files that Out holds; without it, an
-	// Out holding any of them is an error (ErrOutExists).
+	// Overwrite empties Out first; without it, an Out that is not empty
+	// is an error (ErrOutExists). Another writer in Out is an error
+	// either way (outdir.ErrBusy).
 	Overwrite bool
 	// Logger receives progress; nil discards it.
 	Logger *slog.Logger
@@ -141,13 +143,33 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err := checkInput(s.In); err != nil {
 		return Summary{}, fmt.Errorf("filter: %w", err)
 	}
-	if err := prepareOut(s); err != nil {
+	if inside, err := outdir.Inside(s.In, s.Out); err != nil || inside {
+		if err == nil {
+			err = fmt.Errorf("input %s is inside the output directory %s: %w", s.In, s.Out, ErrInput)
+		}
 		return Summary{}, fmt.Errorf("filter: %w", err)
 	}
-
-	sc, err := scan(ctx, s.In)
+	mode := outdir.New
+	if s.Overwrite {
+		mode = outdir.Overwrite
+	}
+	var sum Summary
+	err = outdir.Write(ctx, s.Out, mode, func(*outdir.Dir) error {
+		var err error
+		sum, err = filterInto(ctx, s)
+		return err
+	})
 	if err != nil {
 		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	return sum, nil
+}
+
+// filterInto filters into the output directory that Run holds.
+func filterInto(ctx context.Context, s settings) (Summary, error) {
+	sc, err := scan(ctx, s.In)
+	if err != nil {
+		return Summary{}, err
 	}
 	sum := sc.summary
 	sum.Input, sum.Output = s.In, s.Out
@@ -174,18 +196,18 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	}
 	p.count(sc, &sum)
 	if err := sum.check(); err != nil {
-		return Summary{}, fmt.Errorf("filter: %w", err)
+		return Summary{}, err
 	}
 	// write checks that each file got the rows counted here.
 	if err := write(ctx, s, sc, p, rs, &sum); err != nil {
-		return Summary{}, fmt.Errorf("filter: %w", err)
+		return Summary{}, err
 	}
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
-		return Summary{}, fmt.Errorf("filter: %w", err)
+		return Summary{}, err
 	}
 	if err := data.WriteFileAtomic(filepath.Join(s.Out, SummaryFile), append(b, '\n')); err != nil {
-		return Summary{}, fmt.Errorf("filter: %w", err)
+		return Summary{}, err
 	}
 	s.log.Info("filter: done", "out", s.Out, "train", sum.Rows.Train, "val", sum.Rows.Val, "dropped", sum.Rows.Dropped)
 	return sum, nil
@@ -199,37 +221,6 @@ func checkInput(path string) error {
 	}
 	if kind != data.KindLabels {
 		return fmt.Errorf("%s holds %s rows, not %s (the output of distill label): %w", path, kind, data.KindLabels, ErrInput)
-	}
-	return nil
-}
-
-// prepareOut creates the output directory and refuses one that holds an
-// output file, unless overwriting; even then the input may not be one of
-// the outputs.
-func prepareOut(s settings) error {
-	if err := os.MkdirAll(s.Out, 0o755); err != nil {
-		return err // *fs.PathError names the directory
-	}
-	in, err := os.Stat(s.In)
-	if err != nil {
-		return err
-	}
-	var exist []string
-	for _, name := range OutputFiles() {
-		st, err := os.Stat(filepath.Join(s.Out, name))
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if os.SameFile(in, st) {
-			return fmt.Errorf("input %s is the output %s", s.In, filepath.Join(s.Out, name))
-		}
-		exist = append(exist, name)
-	}
-	if len(exist) > 0 && !s.Overwrite {
-		return fmt.Errorf("%s already holds %s (overwrite to replace): %w", s.Out, strings.Join(exist, ", "), ErrOutExists)
 	}
 	return nil
 }

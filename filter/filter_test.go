@@ -422,17 +422,34 @@ func TestOutExists(t *testing.T) {
 		})
 	}
 
-	t.Run("other files are fine", func(t *testing.T) {
-		if _, err := Run(context.Background(), Options{In: in, Out: dir}); err != nil {
-			t.Fatalf("output beside the input: %v", err)
+	t.Run("any other file", func(t *testing.T) {
+		out := t.TempDir()
+		if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Run(context.Background(), Options{In: in, Out: out}); !errors.Is(err, ErrOutExists) {
+			t.Fatalf("got error %v, want ErrOutExists", err)
 		}
 	})
-	t.Run("input is an output", func(t *testing.T) {
-		d := t.TempDir()
-		in := writeKind(t, filepath.Join(d, TrainFile), data.KindLabels, mixed(3))
-		_, err := Run(context.Background(), Options{In: in, Out: d, Overwrite: true})
-		if err == nil || !strings.Contains(err.Error(), "is the output") {
-			t.Fatalf("got error %v, want one about the input being an output", err)
+	t.Run("input inside the output", func(t *testing.T) {
+		for _, overwrite := range []bool{false, true} {
+			_, err := Run(context.Background(), Options{In: in, Out: dir, Overwrite: overwrite})
+			if err == nil || !strings.Contains(err.Error(), "is inside the output directory") {
+				t.Fatalf("overwrite %v: got error %v, want one about the input being inside the output", overwrite, err)
+			}
+		}
+		if _, err := os.Stat(in); err != nil {
+			t.Errorf("the input is gone: %v", err)
+		}
+	})
+	t.Run("a failed start leaves nothing", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		bad := writeKind(t, filepath.Join(t.TempDir(), "bad.parquet"), data.KindLabels, append(mixed(3), mixed(3)...))
+		if _, err := Run(context.Background(), Options{In: bad, Out: out}); err == nil {
+			t.Fatal("a state labelled twice was filtered")
+		}
+		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the failed run left %s: %v", out, err)
 		}
 	})
 }

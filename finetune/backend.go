@@ -48,7 +48,8 @@ type Backend interface {
 // Job is what to train and how.
 type Job struct {
 	// Dir is the job's directory: job.json, the log, the exported data
-	// (Files), and for local backends the adapter.
+	// (Files), and for local backends the adapter. job.json records it as
+	// "." (see SaveRecord).
 	Dir string `json:"dir"`
 	// BaseModel is the model to fine-tune (a provider's model name, or a
 	// Hugging Face id or path for local trainers).
@@ -167,7 +168,12 @@ type Record struct {
 }
 
 // SaveRecord writes dir/job.json atomically.
+//
+// The job's directory is dir: job.json names it ".", and the paths of the
+// job's files in it are relative to it, so that the directory can be
+// moved; LoadRecord gives Job.Dir the directory it reads from.
 func SaveRecord(dir string, r Record) error {
+	r.Job.Dir = "."
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
@@ -187,6 +193,9 @@ func LoadRecord(dir string) (Record, error) {
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		return r, fmt.Errorf("read %s: %w", filepath.Join(dir, JobFile), err)
+	}
+	if r.Job.Dir, err = filepath.Abs(dir); err != nil {
+		return r, err
 	}
 	return r, nil
 }

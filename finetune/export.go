@@ -273,6 +273,7 @@ const chatOverhead = 4
 func summarise(exs []Example, opts ExportOptions) SplitSummary {
 	s := SplitSummary{Examples: len(exs)}
 	lengths := make([]int, len(exs))
+	memo := llm.TokenMemo{Model: opts.Tokenizer}
 	for i, e := range exs {
 		if e.Sufficient {
 			s.Sufficient++
@@ -280,8 +281,8 @@ func summarise(exs []Example, opts ExportOptions) SplitSummary {
 			s.Insufficient++
 		}
 		n := 3
-		for _, m := range e.Messages {
-			n += chatOverhead + llm.CountTokens(opts.Tokenizer, m.Content)
+		for j, m := range e.Messages {
+			n += chatOverhead + memo.Count(j, m.Content)
 		}
 		lengths[i] = n
 		if n > opts.MaxLength {

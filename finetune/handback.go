@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/distill-rag/distill/judge"
 )
@@ -40,24 +39,9 @@ func NewHandback(job Job, st State) (judge.Handback, error) {
 		}
 		h.Hyperparameters = hp
 	}
-	switch {
-	case h.ModelFile != "":
-		h.Use = "distill rollout --judge builtin:" + quote(h.ModelFile)
-	case h.AdapterDir != "":
-		h.Serve = fmt.Sprintf("vllm serve %s --enable-lora --lora-modules %s=%s", quote(job.BaseModel), judge.AdapterName, quote(h.AdapterDir))
-		h.Use = "distill rollout --judge llm --judge-model " + judge.AdapterName + " --judge-base-url http://localhost:8000/v1"
-	case h.FineTunedModel != "":
-		h.Use = "distill rollout --judge llm --judge-model " + quote(h.FineTunedModel)
-	default:
+	h.SetCommands()
+	if h.Use == "" {
 		return judge.Handback{}, errors.New("the job's result names no model")
 	}
 	return h, nil
-}
-
-// quote quotes s for a POSIX shell when it needs it.
-func quote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

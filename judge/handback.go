@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/distill-rag/distill/data"
@@ -27,7 +28,9 @@ type Handback struct {
 	JobID     string `json:"job_id"`
 	BaseModel string `json:"base_model"`
 	// One of: a fine-tuned model served by the provider, a LoRA adapter
-	// directory, a built-in judge's model file (absolute paths).
+	// directory, a built-in judge's model file. In model.json a path inside
+	// the hand-back's directory is relative to it, so that the directory
+	// can be moved or copied; ReadHandback makes it absolute again.
 	FineTunedModel string `json:"fine_tuned_model,omitempty"`
 	AdapterDir     string `json:"adapter_dir,omitempty"`
 	ModelFile      string `json:"model_file,omitempty"`
@@ -50,13 +53,39 @@ type Handback struct {
 	ValQuestions   []string           `json:"val_questions,omitempty"`
 	Metrics        map[string]float64 `json:"metrics,omitempty"`
 	FinishedAt     time.Time          `json:"finished_at"`
-	// Commands to serve the judge and to run the loop with it.
+	// Commands to serve the judge and to run the loop with it
+	// (SetCommands), with the paths of where the hand-back was read or
+	// written.
 	Serve string `json:"serve,omitempty"`
 	Use   string `json:"use"`
 }
 
-// WriteHandback writes dir/model.json.
+// SetCommands sets Serve and Use from the result the hand-back names.
+func (h *Handback) SetCommands() {
+	h.Serve, h.Use = "", ""
+	switch {
+	case h.ModelFile != "":
+		h.Use = "distill rollout --judge builtin:" + shellQuote(h.ModelFile)
+	case h.AdapterDir != "":
+		h.Serve = fmt.Sprintf("vllm serve %s --enable-lora --lora-modules %s=%s", shellQuote(h.BaseModel), AdapterName, shellQuote(h.AdapterDir))
+		h.Use = "distill rollout --judge llm --judge-model " + AdapterName + " --judge-base-url http://localhost:8000/v1"
+	case h.FineTunedModel != "":
+		h.Use = "distill rollout --judge llm --judge-model " + shellQuote(h.FineTunedModel)
+	}
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// WriteHandback writes dir/model.json, with the paths of the result that
+// lie inside dir made relative to it.
 func WriteHandback(dir string, h Handback) error {
+	h.AdapterDir, h.ModelFile = relativeTo(dir, h.AdapterDir), relativeTo(dir, h.ModelFile)
 	b, err := json.MarshalIndent(h, "", "  ")
 	if err != nil {
 		return err
@@ -74,5 +103,36 @@ func ReadHandback(dir string) (Handback, error) {
 	if err := json.Unmarshal(b, &h); err != nil {
 		return h, fmt.Errorf("read %s: %w", filepath.Join(dir, HandbackFile), err)
 	}
+	h.AdapterDir, h.ModelFile = absoluteIn(dir, h.AdapterDir), absoluteIn(dir, h.ModelFile)
+	h.SetCommands()
 	return h, nil
+}
+
+// relativeTo returns path relative to dir when it lies inside dir, else
+// path as it is.
+func relativeTo(dir, path string) string {
+	if path == "" || !filepath.IsAbs(path) {
+		return path
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(d, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return rel
+}
+
+// absoluteIn returns path, relative to dir, as an absolute path.
+func absoluteIn(dir, path string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, path))
+	if err != nil {
+		return filepath.Join(dir, path)
+	}
+	return abs
 }

@@ -19,7 +19,7 @@ func TestHandbackRoundTrip(t *testing.T) {
 		Hyperparameters: json.RawMessage(`{"lora_rank":16,"target_modules":["q_proj","v_proj"]}`),
 		TemplateHash:    TemplateHash, DataHash: "d", TrainExamples: 9, ValExamples: 1,
 		Metrics: map[string]float64{"eval_loss": 0.5}, FinishedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Serve: "vllm serve ...", Use: "distill rollout ...",
+		Serve: "stale", Use: "stale",
 	}
 	if err := WriteHandback(dir, want); err != nil {
 		t.Fatal(err)
@@ -49,8 +49,49 @@ func TestHandbackRoundTrip(t *testing.T) {
 		t.Errorf("hyper-parameters differ (-want +got):\n%s", diff)
 	}
 	want.Hyperparameters, got.Hyperparameters = nil, nil
+	// The commands are made again from what the hand-back names.
+	want.Serve = "vllm serve meta-llama/Llama-3.2-3B-Instruct --enable-lora --lora-modules s2g-judge=/runs/judge/adapter"
+	want.Use = "distill rollout --judge llm --judge-model s2g-judge --judge-base-url http://localhost:8000/v1"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hand-back differs (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandbackMoves: a hand-back whose result lies in its directory keeps
+// it as a relative path, so that the directory can be moved or copied.
+func TestHandbackMoves(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "judge")
+	for _, h := range []Handback{
+		{ModelFile: filepath.Join(dir, LinearModelFile)},
+		{AdapterDir: filepath.Join(dir, "adapter"), BaseModel: "base"},
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteHandback(dir, h); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, HandbackFile))
+		if strings.Contains(string(b), root) {
+			t.Errorf("model.json holds an absolute path:\n%s", b)
+		}
+		moved := filepath.Join(root, "elsewhere", "copy")
+		if err := os.MkdirAll(filepath.Dir(moved), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(dir, moved); err != nil {
+			t.Fatal(err)
+		}
+		got, err := ReadHandback(moved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := got.ModelFile + got.AdapterDir
+		if !strings.HasPrefix(path, moved+string(filepath.Separator)) || !strings.Contains(got.Use+got.Serve, path) {
+			t.Errorf("moved hand-back names %q (use %q, serve %q), want a path in %s", path, got.Use, got.Serve, moved)
+		}
+		os.RemoveAll(moved)
 	}
 }
 

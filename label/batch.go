@@ -473,6 +473,7 @@ func (b *batchRun) submit(ctx context.Context, round int, work []pair) (sent int
 	}
 	var lines [][]byte
 	var cost float64
+	memo := llm.TokenMemo{Model: b.model}
 	for i := 0; i < len(work); {
 		// The requests of one state go together.
 		j := i
@@ -489,8 +490,8 @@ func (b *batchRun) submit(ctx context.Context, round int, work []pair) (sent int
 			}
 			stateLines = append(stateLines, line)
 			prompt := 3
-			for _, m := range req.Messages {
-				prompt += 4 + llm.CountTokens(b.model, m.Content)
+			for k, m := range req.Messages {
+				prompt += 4 + memo.Count(k, m.Content)
 			}
 			stateCost += b.price.Cost(llm.Usage{PromptTokens: prompt, CompletionTokens: req.MaxTokens})
 		}

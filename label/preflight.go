@@ -78,6 +78,7 @@ func Preflight(ctx context.Context, opts Options, model string, prices map[strin
 	if !ok {
 		return e, nil
 	}
+	memo := llm.TokenMemo{Model: model}
 	for it, err := range plan.Left(ctx) {
 		if err != nil {
 			return e, err
@@ -85,8 +86,8 @@ func Preflight(ctx context.Context, opts Options, model string, prices map[strin
 		for k := range r.opts.Samples {
 			req := rq.Request(it.State, k)
 			n := 3
-			for _, m := range req.Messages {
-				n += 4 + llm.CountTokens(model, m.Content)
+			for i, m := range req.Messages {
+				n += 4 + memo.Count(i, m.Content)
 			}
 			e.PromptTokens += int64(n)
 			e.MaxPromptTokens = max(e.MaxPromptTokens, n)

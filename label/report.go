@@ -163,6 +163,7 @@ func layout(count func([]data.Label) error) stage.Layout[data.StateKey, data.Lab
 		File: LabelsFile, ReportFile: ReportFile, Kind: data.KindLabels, Unit: "states",
 		Key:      func(l *data.Label) data.StateKey { return l.Key() },
 		Describe: func(k data.StateKey) string { return fmt.Sprintf("state %s round %d", k.QuestionID, k.Round) },
+		Failure:  func(ls []data.Label) string { return ls[0].Failure },
 		Count:    count,
 		Read: func(dir string) (*Report, error) {
 			rep, err := ReadReport(dir)

@@ -49,6 +49,11 @@ var (
 	// spent; what was labelled is checkpointed, and Resume with a larger
 	// budget goes on.
 	ErrBudget = stage.ErrBudget
+	// ErrFailing is returned when too many states in a row got no usable
+	// sample (Options.StopAfterFailures), and ErrAllFailed when the output
+	// is complete but no state in it got one.
+	ErrFailing   = stage.ErrFailing
+	ErrAllFailed = stage.ErrAllFailed
 )
 
 // Options configure Run.
@@ -64,8 +69,15 @@ type Options struct {
 	// Out is the output directory.
 	Out string
 	// Resume continues the run in Out: states that its parts hold are
-	// skipped. Without Resume, Out must be empty or absent.
-	Resume bool
+	// skipped, but for those with no usable sample, which are labelled
+	// again unless KeepFailed. Without Resume, Out must be empty or absent.
+	Resume     bool
+	KeepFailed bool
+	// StopAfterFailures is how many states in a row may get no usable
+	// sample before the run stops with ErrFailing (a teacher server that
+	// cannot be reached, or fails every request); zero means the default
+	// of stage.Job, negative never.
+	StopAfterFailures int
 	// Workers is the number of states labelled at once (default 16).
 	Workers int
 	// Limit, when positive, labels only the first Limit states of In.
@@ -146,7 +158,9 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := stage.Run(ctx, r.job()); err != nil {
+	if err := stage.Run(ctx, r.job()); errors.Is(err, ErrAllFailed) {
+		return Summary{Report: r.rep, Labels: filepath.Join(r.opts.Out, LabelsFile)}, err
+	} else if err != nil {
 		return Summary{Report: r.rep}, err
 	}
 	out := r.rep.Counts.Output
@@ -214,6 +228,7 @@ func (r *run) job() stage.Job[data.StateKey, Item, data.Label, *Report] {
 	j := stage.Job[data.StateKey, Item, data.Label, *Report]{
 		Layout: layout(r.tally.state),
 		Name:   "labelling", Report: &r.rep, Out: o.Out, Resume: o.Resume, Input: o.In,
+		KeepFailed: o.KeepFailed, StopAfterFailures: o.StopAfterFailures,
 		Units:   r.items,
 		UnitKey: func(it Item) data.StateKey { return it.State.Key() },
 		Work: func(ctx context.Context, it Item) ([]data.Label, error) {
@@ -245,7 +260,7 @@ func (r *run) job() stage.Job[data.StateKey, Item, data.Label, *Report] {
 func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 	return func(yield func(Item, error) bool) {
 		c := &r.rep.Counts
-		seen := make(map[data.StateKey]bool) // with count only
+		var seen seenStates // with count only
 		missing := map[string]bool{}
 		selected, row := 0, -1
 		for s, err := range r.states(ctx) {
@@ -276,12 +291,10 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 			}
 			q, ok := r.opts.Questions[s.QuestionID]
 			if count {
-				k := s.Key()
-				if seen[k] {
-					yield(Item{}, fmt.Errorf("%s: state %s round %d appears twice (merge shards with distill merge)", r.opts.In, s.QuestionID, s.Round))
+				if err := seen.add(s.Key()); err != nil {
+					yield(Item{}, fmt.Errorf("%s: %w (merge shards with distill merge)", r.opts.In, err))
 					return
 				}
-				seen[k] = true
 				if !ok {
 					missing[s.QuestionID] = true
 				}
@@ -300,6 +313,36 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 				len(ids), r.opts.In, ids[0], ErrOptions))
 		}
 	}
+}
+
+// seenStates finds a state that the input holds twice. A rollout writes
+// the states of a question together, so it holds the ids of the questions
+// seen and the rounds of the current one only, not every state.
+type seenStates struct {
+	done   map[string]bool
+	cur    string
+	rounds map[int32]bool
+}
+
+func (s *seenStates) add(k data.StateKey) error {
+	if s.done == nil {
+		s.done, s.rounds = map[string]bool{}, map[int32]bool{}
+	}
+	if k.QuestionID != s.cur {
+		if s.done[k.QuestionID] {
+			return fmt.Errorf("question %s appears twice (again with round %d)", k.QuestionID, k.Round)
+		}
+		if s.cur != "" {
+			s.done[s.cur] = true
+		}
+		s.cur = k.QuestionID
+		clear(s.rounds)
+	}
+	if s.rounds[k.Round] {
+		return fmt.Errorf("state %s round %d appears twice", k.QuestionID, k.Round)
+	}
+	s.rounds[k.Round] = true
+	return nil
 }
 
 // states streams the rows of the input.

@@ -294,7 +294,8 @@ func TestRunBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls := readLabels(t, sum.Labels); len(ls) != 200 || sum.Counts.AlreadyDone != done {
+	// A state of the first invocation with no usable sample is labelled again.
+	if ls := readLabels(t, sum.Labels); len(ls) != 200 || sum.Counts.AlreadyDone+sum.Retried != done {
 		t.Errorf("%d labels after resuming (already done %d), want 200 (%d)", len(ls), sum.Counts.AlreadyDone, done)
 	}
 	if sum.CostUSD < m.Snapshot().CostUSD+m2.Snapshot().CostUSD-1e-9 {
@@ -399,5 +400,38 @@ func TestShardsAndMerge(t *testing.T) {
 	rep, err = Merge(t.Context(), filepath.Join(dir, "part"), outs[:2])
 	if err != nil || !cmp.Equal(rep.MissingShards, []string{"2/3"}) || rep.Error != "" {
 		t.Errorf("a partial merge: %v, missing shards %v, error %q; want 2/3 missing", err, rep.MissingShards, rep.Error)
+	}
+}
+
+// TestSeenStates: a state of the input twice is found, whether its
+// question's rows are together or come again later.
+func TestSeenStates(t *testing.T) {
+	k := func(q string, r int32) data.StateKey { return data.StateKey{QuestionID: q, Round: r} }
+	tests := []struct {
+		name string
+		keys []data.StateKey
+		want string // the error; "" for none
+	}{
+		{"distinct", []data.StateKey{k("a", 0), k("a", 1), k("b", 0), k("c", 0), k("c", 1)}, ""},
+		{"round twice", []data.StateKey{k("a", 0), k("a", 1), k("a", 1)}, "state a round 1 appears twice"},
+		{"question again", []data.StateKey{k("a", 0), k("b", 0), k("a", 1)}, "question a appears twice (again with round 1)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var s seenStates
+			var err error
+			for _, key := range tt.keys {
+				if err = s.add(key); err != nil {
+					break
+				}
+			}
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

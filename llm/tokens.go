@@ -80,3 +80,33 @@ func codecFor(model string) tokenizer.Codec {
 	}
 	return cl100k()
 }
+
+// TokenMemo counts tokens as CountTokens does, remembering the last text
+// counted at each position of a prompt, so that a text repeated at its
+// place is counted once: the system message that every prompt of a run
+// shares, or the messages of the several samples of one prompt. Memory
+// holds one text per position. It is not safe for concurrent use.
+type TokenMemo struct {
+	// Model chooses the encoding, as for CountTokens.
+	Model string
+	last  []countedText
+}
+
+type countedText struct {
+	text string
+	n    int
+}
+
+// Count returns the tokens of text, the message at position pos of a
+// prompt.
+func (m *TokenMemo) Count(pos int, text string) int {
+	if pos >= len(m.last) {
+		m.last = append(m.last, make([]countedText, pos+1-len(m.last))...)
+	}
+	if c := m.last[pos]; c.n > 0 && c.text == text {
+		return c.n
+	}
+	n := CountTokens(m.Model, text)
+	m.last[pos] = countedText{text, n}
+	return n
+}

@@ -39,3 +39,25 @@ func TestCountTokensConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestTokenMemo: a memo counts what CountTokens counts, whatever repeats
+// or changes at each position.
+func TestTokenMemo(t *testing.T) {
+	prompts := [][]string{
+		{"You are a judge.", "Question one?"},
+		{"You are a judge.", "Question two, longer than the first?"},
+		{"You are a judge.", "Question two, longer than the first?"},
+		{"", "Question two, longer than the first?", "and a third message"},
+		{"You are another judge.", "Question one?"},
+	}
+	for _, model := range []string{"gpt-4o-mini", "llama-3"} {
+		m := TokenMemo{Model: model}
+		for i, p := range prompts {
+			for pos, text := range p {
+				if got, want := m.Count(pos, text), CountTokens(model, text); got != want {
+					t.Errorf("%s, prompt %d, message %d: got %d tokens, want %d", model, i, pos, got, want)
+				}
+			}
+		}
+	}
+}

@@ -64,6 +64,7 @@ func buildApp(stdout, stderr io.Writer, cmds []*cli.Command) *cli.App {
 		OnUsageError:   onUsageError,
 	}
 	guardUsage(cmds)
+	addExamples(cmds, "")
 	return app
 }
 
@@ -109,7 +110,12 @@ func setUp(c *cli.Context) error {
 	if err := cfg.apply(c, c.App.Flags); err != nil {
 		return err
 	}
-	logger, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"), c.Bool("quiet"))
+	var logTo io.Writer = c.App.ErrWriter
+	if con := newConsole(c); con != nil {
+		c.App.Metadata[consoleKey] = con
+		logTo = con
+	}
+	logger, err := newLogger(logTo, c.String("log-format"), c.String("log-level"), c.Bool("quiet"))
 	if err != nil {
 		return err
 	}

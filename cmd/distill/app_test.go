@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -129,3 +130,25 @@ func TestCommandsAreConfigurable(t *testing.T) {
 	}
 	walk("distill", newApp(nil, nil).Commands)
 }
+
+// TestEveryCommandHasExamples: --help of every command of a release shows
+// how to use it.
+func TestEveryCommandHasExamples(t *testing.T) {
+	var walk func(cmds []*cli.Command, parent []string)
+	walk = func(cmds []*cli.Command, parent []string) {
+		for _, cmd := range cmds {
+			if cmd.Hidden || cmd.Name == "help" {
+				continue
+			}
+			args := append(append([]string{"--quiet"}, parent...), cmd.Name, "--help")
+			r := runDistill(t, args...)
+			if r.code != 0 || !examplesRE.MatchString(r.stdout) {
+				t.Errorf("distill %s --help: exit %d, no examples in:\n%s", strings.Join(append(parent, cmd.Name), " "), r.code, r.stdout)
+			}
+			walk(cmd.Subcommands, append(parent, cmd.Name))
+		}
+	}
+	walk(commands(), nil)
+}
+
+var examplesRE = regexp.MustCompile(`Examples:\n\s+distill `)

@@ -38,7 +38,8 @@ func benchCommand() *cli.Command {
 		&cli.IntFlag{Name: "limit", Usage: fmt.Sprintf("run only the first `N` unique questions (default 0: every one; the paper's evaluation is %d)", eval.PaperLimit)},
 		&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once per variant", EnvVars: []string{"DISTILL_WORKERS"}},
 		&cli.IntFlag{Name: "parallel", Usage: "variants run at once (default: all)"},
-		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out"},
+		&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted benchmark in --out, running its failed questions again"},
+		&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the failed questions as they are"},
 		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
 		scoringFlag(),
@@ -137,7 +138,7 @@ func benchAction(c *cli.Context) error {
 	opts := eval.Options{
 		Shard: shard, Scoring: scoring,
 		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
-		Resume: c.Bool("resume"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
+		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
@@ -198,7 +199,7 @@ func benchAction(c *cli.Context) error {
 	case errors.Is(err, eval.ErrVariant), errors.Is(err, eval.ErrOptions), errors.Is(err, runner.ErrMismatch):
 		return usageErrorf("bench: %w", err)
 	case err != nil:
-		return err
+		return failuresError("bench", err)
 	}
 	md, err := os.ReadFile(filepath.Join(opts.Out, eval.ReportMD))
 	if err != nil {
@@ -287,6 +288,9 @@ func benchMergeAction(c *cli.Context) error {
 }
 
 func benchCompareAction(c *cli.Context) error {
+	if err := rejectFlagsAfterArgs(c); err != nil {
+		return err
+	}
 	if c.NArg() != 2 {
 		return usageErrorf("bench compare: want two reports (report.json files or benchmark directories)")
 	}
@@ -375,12 +379,7 @@ func (m *benchModels) chatter(variant, role, model, baseURL string) (llm.Chatter
 		if err != nil {
 			return nil, err
 		}
-		inner, err = llm.StackInner(client, llm.StackOptions{
-			CacheDir: m.c.Path("cache"),
-			Limits: llm.LimitOptions{MaxConcurrent: m.c.Int("max-concurrent"),
-				RequestsPerMinute: m.c.Float64("requests-per-minute"), TokensPerMinute: m.c.Float64("tokens-per-minute")},
-			Logger: loggerFrom(m.c),
-		})
+		inner, err = llm.StackInner(client, stackOptions(m.c))
 		if err != nil {
 			return nil, fmt.Errorf("bench: %s model: %w", role, err)
 		}
@@ -475,7 +474,7 @@ type variantBars struct {
 }
 
 func newVariantBars(c *cli.Context) *variantBars {
-	return &variantBars{bar: newProgress(c, -1, "bench"), total: map[string]int{}, done: map[string]int{}}
+	return &variantBars{bar: newProgress(c, -1, "bench", "questions"), total: map[string]int{}, done: map[string]int{}}
 }
 
 func (v *variantBars) update(variant string, p runner.Progress) {

@@ -17,11 +17,11 @@ import (
 // another prompt template is refused.
 func TestBenchOffline(t *testing.T) {
 	t.Chdir(t.TempDir())
-	sft := offlineSFT(t)
-	if r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "judge", "--backend", "builtin"); r.code != 0 {
-		t.Fatalf("train: exit %d, stderr %q", r.code, r.stderr)
+	// A copy of the shared judge, whose hand-back is changed below.
+	if err := os.CopyFS("judge", os.DirFS(offlineChain(t).Judge)); err != nil {
+		t.Fatal(err)
 	}
-	r := runDistill(t, "--quiet", "bench", "--limit", "40")
+	r := runDistill(t, "--quiet", "bench", "--limit", "20")
 	if r.code != 0 {
 		t.Fatalf("bench: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -31,7 +31,7 @@ func TestBenchOffline(t *testing.T) {
 		}
 	}
 	rep, err := eval.ReadReport(filepath.Join(defaultBenchOut, eval.ReportJSON))
-	if err != nil || len(rep.Variants) != len(eval.VariantNames()) || rep.Questions != 40 {
+	if err != nil || len(rep.Variants) != len(eval.VariantNames()) || rep.Questions != 20 {
 		t.Fatalf("report.json: %d variants, %d questions, %v", len(rep.Variants), rep.Questions, err)
 	}
 	for _, f := range []string{eval.TracesHTML, eval.PlotEMF1, eval.PlotRounds, eval.PlotCalibration, eval.PlotCompressionF1} {
@@ -40,7 +40,7 @@ func TestBenchOffline(t *testing.T) {
 		}
 	}
 
-	r = runDistill(t, "--quiet", "bench", "--limit", "40", "--judge-from", "judge", "--out", "trained", "--variants", "full,no-sft")
+	r = runDistill(t, "--quiet", "bench", "--limit", "20", "--judge-from", "judge", "--out", "trained", "--variants", "full,no-sft")
 	if r.code != 0 {
 		t.Fatalf("bench --judge-from: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -100,8 +100,8 @@ func TestBenchOffline(t *testing.T) {
 // errors, reported before anything runs, in the flags' words.
 func TestBenchJudgeUsageErrors(t *testing.T) {
 	t.Chdir(t.TempDir())
-	adapter := judge.Handback{Backend: "local", AdapterDir: "/runs/lora/adapter", TemplateHash: judge.TemplateHash,
-		Serve: "vllm serve base --enable-lora --lora-modules s2g-judge=/runs/lora/adapter"}
+	adapter := judge.Handback{Backend: "local", BaseModel: "base", AdapterDir: "/runs/lora/adapter", TemplateHash: judge.TemplateHash}
+	adapter.SetCommands()
 	if err := os.Mkdir("lora", 0o755); err != nil {
 		t.Fatal(err)
 	}

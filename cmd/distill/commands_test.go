@@ -3,13 +3,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // TestSampleEndToEnd runs the README's commands on the bundled sample:
@@ -43,6 +47,12 @@ func TestSampleEndToEnd(t *testing.T) {
 		t.Errorf("data show: first line %q: got id %q (err %v), want %q", lines[0], q.ID, err, world.Questions[0].ID)
 	}
 
+	r = runDistill(t, "data", "show", "--count", "--schema", filepath.Join(ds, data.QuestionsFile))
+	if r.code != 0 || !strings.Contains(r.stdout, "rows:") || !strings.Contains(r.stdout, "200") || !strings.Contains(r.stdout, "kind:        questions") ||
+		!strings.Contains(r.stdout, "message ") || !strings.Contains(r.stdout, "gold_titles") {
+		t.Errorf("data show --count --schema: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
 	r = runDistill(t, "--quiet", "index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx)
 	if r.code != 0 {
 		t.Fatalf("index: exit %d, stderr %q", r.code, r.stderr)
@@ -51,8 +61,8 @@ func TestSampleEndToEnd(t *testing.T) {
 		t.Errorf("index output %q lacks the passage count", r.stdout)
 	}
 	r = runDistill(t, "--quiet", "index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx)
-	if r.code != 1 || !strings.Contains(r.stderr, "already exists") {
-		t.Errorf("index over an existing index: exit %d, stderr %q; want 1 and 'already exists'", r.code, r.stderr)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--overwrite") {
+		t.Errorf("index over an existing index: exit %d, stderr %q; want %d and the flag to use", r.code, r.stderr, exitUsage)
 	}
 	r = runDistill(t, "--quiet", "index", "--dataset", "sample", "--out", idx, "--overwrite")
 	if r.code != 0 {
@@ -166,6 +176,8 @@ func TestCommandUsageErrors(t *testing.T) {
 	bad := filepath.Join(dir, "bad.jsonl")
 	good := `{"_id": "1", "question": "q", "answer": "a", "type": "bridge", "level": "easy", "supporting_facts": [["T", 0]], "context": [["T", ["A sentence."]]]}`
 	os.WriteFile(bad, []byte(good+"\nnot json\n"), 0o644)
+	empty := filepath.Join(dir, "empty.jsonl")
+	os.WriteFile(empty, nil, 0o644)
 	odd := filepath.Join(dir, "odd.jsonl")
 	os.WriteFile(odd, []byte(`{"question": "q"}`+"\n"), 0o644)
 	tests := []struct {
@@ -180,6 +192,10 @@ func TestCommandUsageErrors(t *testing.T) {
 		{"import unknown dataset", []string{"data", "import", "--dataset", "nq", "--out", dir}, 2, `unknown --dataset "nq"`},
 		{"import bad record", []string{"data", "import", "--in", bad, "--format", "hotpotqa", "--out", filepath.Join(dir, "o")}, 1, "bad.jsonl: record 2 (line 2): invalid JSON"},
 		{"import missing file", []string{"data", "import", "--in", filepath.Join(dir, "nope.json"), "--format", "hotpotqa", "--out", dir}, 1, "nope.json"},
+		{"import empty file", []string{"data", "import", "--in", empty, "--format", "hotpotqa", "--out", filepath.Join(dir, "e")}, 1, "empty.jsonl holds no questions"},
+		{"label missing input", []string{"label", "--in", filepath.Join(dir, "nope"), "--out", filepath.Join(dir, "l")}, 1, "label: --in: stat " + filepath.Join(dir, "nope")},
+		{"filter missing input", []string{"filter", "--in", filepath.Join(dir, "nope.parquet"), "--out", filepath.Join(dir, "f")}, 1, "nope.parquet: no such file"},
+		{"filter of trajectories", []string{"filter", "--in", bad, "--out", filepath.Join(dir, "f")}, 2, "filter: bad input"},
 		{"show flag after file", []string{"data", "show", "x.parquet", "-n", "3"}, 2, "put flags before arguments"},
 		{"show no file", []string{"data", "show"}, 2, "want one FILE"},
 		{"synth bad size", []string{"data", "synth", "--questions", "0", "--out", dir}, 2, "question count out of range"},
@@ -192,6 +208,8 @@ func TestCommandUsageErrors(t *testing.T) {
 		{"search bad k", []string{"search", "--index", dir, "-k", "0", "who"}, 2, "-k must be at least 1"},
 		{"search not an index", []string{"search", "--index", dir, "who"}, 1, "is not an index directory"},
 		{"search flag after query", []string{"search", "--index", dir, "who", "--json"}, 2, "put flags before arguments"},
+		{"compare not a flag after argument", []string{"bench", "compare", "a", "b", "--bogus"}, 2, "bench compare: --bogus comes after an argument, and is not a flag of bench compare"},
+		{"train status flag after dir", []string{"train", "status", dir, "--poll-interval", "1s"}, 2, "train status: --poll-interval comes after an argument"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -277,5 +295,99 @@ func TestIndexSkipBad(t *testing.T) {
 	r = runDistill(t, "search", "--index", idx, "beta")
 	if r.code != 0 || !strings.Contains(r.stdout, "Beta") {
 		t.Errorf("search after a skip-bad build: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+// TestOutputInUse: every command that writes an output directory refuses
+// one that another writer holds, at once, with exit status 2 and the
+// holder named, and leaves what it holds alone.
+func TestOutputInUse(t *testing.T) {
+	ch := offlineChain(t)
+	held := filepath.Join(t.TempDir(), "held")
+	d, err := outdir.Claim(t.Context(), held, outdir.New)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := os.WriteFile(filepath.Join(held, "mine"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := [][]string{
+		{"data", "import", "--dataset", "sample"},
+		{"data", "synth", "--questions", "5"},
+		{"index", "--dataset", "sample"},
+		{"index", "--dataset", "sample", "--kind", "dense", "--embed-model", "e5", "--embed-base-url", "http://127.0.0.1:9/v1"},
+		{"rollout", "--limit", "3"},
+		{"rollout", "--limit", "3", "--resume"},
+		{"label", "--in", ch.Rollout, "--teacher", "retrieval-truth"},
+		{"filter", "--in", ch.Labels, "--overwrite"},
+		{"train", "--in", ch.SFT, "--backend", "builtin"},
+		{"bench", "--limit", "3", "--variants", "full"},
+		{"bench", "--limit", "3", "--variants", "full", "--resume"},
+		{"merge", "--out", "OUT", ch.Rollout},
+	}
+	want := fmt.Sprintf("is in use by process %d", os.Getpid())
+	for _, args := range tests {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			if !slices.Contains(args, "OUT") {
+				args = append(args, "--out", "OUT")
+			}
+			args = slices.Clone(args)
+			args[slices.Index(args, "OUT")] = held
+			r := runDistill(t, append([]string{"--quiet"}, args...)...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, exitUsage, want)
+			}
+			if entries, _ := os.ReadDir(held); len(entries) != 2 {
+				t.Errorf("the held directory holds %d entries, want the lock file and mine", len(entries))
+			}
+		})
+	}
+}
+
+// TestDatasetNotReplaced: a dataset is never replaced silently: a second
+// import or synth into it is refused, --overwrite replaces it, and a
+// failed fresh import leaves nothing behind.
+func TestDatasetNotReplaced(t *testing.T) {
+	dir := t.TempDir()
+	ds := filepath.Join(dir, "ds")
+	count := func() int {
+		t.Helper()
+		qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(qs)
+	}
+	if r := runDistill(t, "--quiet", "data", "import", "--dataset", "sample", "--out", ds); r.code != 0 {
+		t.Fatalf("import: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"data", "synth", "--questions", "10", "--out", ds},
+		{"data", "import", "--dataset", "sample", "--out", ds},
+	} {
+		r := runDistill(t, append([]string{"--quiet"}, args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "--overwrite") {
+			t.Errorf("%v over a dataset: exit %d, stderr %q; want %d and --overwrite", args, r.code, r.stderr, exitUsage)
+		}
+	}
+	if n := count(); n != 200 {
+		t.Fatalf("the dataset now has %d questions, want 200", n)
+	}
+	if r := runDistill(t, "--quiet", "data", "synth", "--questions", "10", "--out", ds, "--overwrite"); r.code != 0 {
+		t.Fatalf("synth --overwrite: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if n := count(); n != 10 {
+		t.Errorf("after --overwrite: %d questions, want 10", n)
+	}
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("not json\n"), 0o644)
+	out := filepath.Join(dir, "failed")
+	if r := runDistill(t, "--quiet", "data", "import", "--in", bad, "--format", "hotpotqa", "--out", out); r.code != exitFailure {
+		t.Errorf("import of a bad file: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed import left %s: %v", out, err)
 	}
 }

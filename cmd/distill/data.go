@@ -1,14 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // datasetSample is the value of --dataset that selects the bundled sample.
@@ -45,7 +48,8 @@ instead of a file.`,
 			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
 			&cli.StringFlag{Name: "dataset", Usage: "import a bundled dataset instead of --in: " + datasetSample},
 			&cli.StringFlag{Name: "name", Usage: "dataset name recorded with each question (default: the format's dataset)"},
-			&cli.PathFlag{Name: "out", Usage: "output `DIR`", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad records instead of stopping at the first"},
 		},
 		Action: func(c *cli.Context) error {
@@ -61,8 +65,8 @@ instead of a file.`,
 					return usageErrorf("data import: give --in or --dataset, not both")
 				}
 				w := synth.Sample()
-				if err := data.WriteDataset(out, w.Questions, w.Passages); err != nil {
-					return err
+				if err := data.WriteDataset(c.Context, out, w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
+					return outNotEmpty("data import", err)
 				}
 				return printCounts(c.App.Writer, [][2]any{
 					{"dataset", datasetSample + " (synthetic, built in)"},
@@ -80,7 +84,7 @@ instead of a file.`,
 			}
 			opts := data.ImportOptions{
 				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
-				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c),
+				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c), Overwrite: c.Bool("overwrite"),
 			}
 			if opts.Corpus != "" {
 				if opts.CorpusFormat, err = corpusFormat(opts.Corpus, c.String("corpus-format")); err != nil {
@@ -89,7 +93,7 @@ instead of a file.`,
 			}
 			res, err := data.Import(c.Context, opts)
 			if err != nil {
-				return err
+				return outNotEmpty("data import", err)
 			}
 			rows := [][2]any{
 				{"questions", res.Questions}, {"passages", res.Passages},
@@ -123,7 +127,8 @@ func dataSynthCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "seed", Value: synth.DefaultSeed, Usage: "random seed: the same seed and size give the same dataset"},
 			&cli.IntFlag{Name: "questions", Value: synth.DefaultQuestions, Usage: fmt.Sprintf("number of questions, 1 to %d", synth.MaxQuestions)},
-			&cli.PathFlag{Name: "out", Usage: "output `DIR`", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
+			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Path("out") == "" {
@@ -133,8 +138,8 @@ func dataSynthCommand() *cli.Command {
 			if err != nil {
 				return usageErrorf("data synth: %w", err)
 			}
-			if err := data.WriteDataset(c.Path("out"), w.Questions, w.Passages); err != nil {
-				return err
+			if err := data.WriteDataset(c.Context, c.Path("out"), w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
+				return outNotEmpty("data synth", err)
 			}
 			return printCounts(c.App.Writer, [][2]any{
 				{"questions", len(w.Questions)}, {"passages", len(w.Passages)},
@@ -148,10 +153,13 @@ func dataSynthCommand() *cli.Command {
 func dataShowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
-		Usage:     "print rows of a parquet file written by distill as JSON lines",
+		Usage:     "print rows of a parquet file (questions, corpus, trajectories, labels) as JSON lines, or count them, or show its schema",
+		UsageText: "distill data show [-n N | --count | --schema] FILE\n\nexamples:\n   distill data show -n 3 runs/sample/questions.parquet\n   distill data show --count --schema runs/rollout/trajectories.parquet",
 		ArgsUsage: "FILE",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 10, Usage: "rows to print; 0 prints all"},
+			&cli.BoolFlag{Name: "count", Usage: "print the number of rows (and row groups, and the kind of rows) instead of rows"},
+			&cli.BoolFlag{Name: "schema", Usage: "print the file's parquet schema instead of rows"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := rejectFlagsAfterArgs(c); err != nil {
@@ -160,7 +168,28 @@ func dataShowCommand() *cli.Command {
 			if c.NArg() != 1 {
 				return usageErrorf("data show: want one FILE, got %d arguments", c.NArg())
 			}
-			return data.ShowParquet(c.App.Writer, c.Args().First(), c.Int("n"))
+			path := c.Args().First()
+			if !c.Bool("count") && !c.Bool("schema") {
+				return data.ShowParquet(c.App.Writer, path, c.Int("n"))
+			}
+			info, err := data.ParquetStats(path)
+			if err != nil {
+				return err
+			}
+			if c.Bool("count") {
+				kind := string(info.Kind)
+				if kind == "" {
+					kind = "none that distill reads: " + info.KindError
+				}
+				if err := printCounts(c.App.Writer, [][2]any{{"rows", info.Rows}, {"row groups", info.RowGroups}, {"kind", kind}}); err != nil {
+					return err
+				}
+			}
+			if c.Bool("schema") {
+				_, err := fmt.Fprintln(c.App.Writer, strings.TrimSpace(info.Schema))
+				return err
+			}
+			return nil
 		},
 	}
 }
@@ -201,4 +230,13 @@ func names[S ~string](all []S) string {
 		out += string(s)
 	}
 	return out
+}
+
+// outNotEmpty names the fix for an output directory that is not empty,
+// for the commands that replace one with --overwrite; other errors pass.
+func outNotEmpty(command string, err error) error {
+	if errors.Is(err, outdir.ErrNotEmpty) {
+		return usageErrorf("%s: %w: use --overwrite to replace what it holds, or another --out", command, err)
+	}
+	return err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -85,11 +86,14 @@ func filterAction(c *cli.Context) error {
 		Overwrite:             c.Bool("overwrite"),
 		Logger:                loggerFrom(c),
 	})
+	// The library's errors say "filter: ...".
 	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return err // a missing input is not a usage error, as for every command
 	case errors.Is(err, filter.ErrOutExists):
-		return usageErrorf("filter: %w (use --overwrite to replace them)", err)
+		return usageErrorf("%w: use --overwrite to replace what it holds, or another --out", err)
 	case errors.Is(err, filter.ErrInput):
-		return usageErrorf("filter: %w", err)
+		return usageErrorf("%w", err)
 	case err != nil:
 		return err
 	}

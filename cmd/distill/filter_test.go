@@ -12,16 +12,14 @@ import (
 	"github.com/distill-rag/distill/label"
 )
 
-// TestOfflineChain runs the whole offline pipeline on the bundled sample:
-// rollout, label with the retrieval-truth teacher, filter. The filter's
-// counts add up to the labels, and no question is on both sides.
+// TestOfflineChain filters the labels of the offline pipeline on the
+// bundled sample (rollout, label with the retrieval-truth teacher): the
+// filter's counts add up to the labels, and no question is on both sides.
 func TestOfflineChain(t *testing.T) {
 	t.Chdir(t.TempDir())
-	ro := sampleRollout(t)
-	if r := runDistill(t, "--quiet", "label", "--in", ro, "--teacher", "retrieval-truth", "--out", "lab"); r.code != 0 {
-		t.Fatalf("label: exit %d, stderr %q", r.code, r.stderr)
-	}
-	r := runDistill(t, "--quiet", "filter", "--in", "lab", "--out", "sft")
+	ch := offlineChain(t)
+	ro, lab := ch.Rollout, ch.Labels
+	r := runDistill(t, "--quiet", "filter", "--in", lab, "--out", "sft")
 	if r.code != 0 {
 		t.Fatalf("filter: exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -30,7 +28,7 @@ func TestOfflineChain(t *testing.T) {
 			t.Errorf("filter table lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	labels := labelRows(t, filepath.Join("lab", label.LabelsFile))
+	labels := labelRows(t, filepath.Join(lab, label.LabelsFile))
 	var sum filter.Summary
 	b, err := os.ReadFile(filepath.Join("sft", filter.SummaryFile))
 	if err != nil {
@@ -60,11 +58,11 @@ func TestOfflineChain(t *testing.T) {
 		}
 	}
 
-	r = runDistill(t, "--quiet", "filter", "--in", "lab", "--out", "sft")
+	r = runDistill(t, "--quiet", "filter", "--in", lab, "--out", "sft")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--overwrite") {
 		t.Errorf("second filter: exit %d, stderr %q", r.code, r.stderr)
 	}
-	r = runDistill(t, "--quiet", "filter", "--in", "lab", "--out", "sft", "--overwrite", "--balance", "--val-fraction", "0.2")
+	r = runDistill(t, "--quiet", "filter", "--in", lab, "--out", "sft", "--overwrite", "--balance", "--val-fraction", "0.2")
 	if r.code != 0 || !strings.Contains(r.stdout, "balance") {
 		t.Errorf("filter --overwrite --balance: exit %d, stderr %q", r.code, r.stderr)
 	}

@@ -127,12 +127,15 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			case elastic.Name:
 				return indexElastic(c, src, total)
 			}
-			bar := newProgress(c, total, "indexing")
+			bar := newProgress(c, total, "indexing", "passages")
 			st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
 				K1: c.Float64("k1"), B: c.Float64("b"), LuceneNorms: c.Bool("lucene-norms"), Overwrite: c.Bool("overwrite"), SourceName: name,
 				Progress: func(n int64) { bar.Set64(n) },
 			})
 			bar.Finish()
+			if errors.Is(err, bm25.ErrExists) {
+				return usageErrorf("index: %s is not empty: use --overwrite to replace it, or another --out", out)
+			}
 			if err != nil {
 				return err
 			}
@@ -172,7 +175,7 @@ func indexDense(c *cli.Context, src bm25.Source, name string, total int64) error
 	if c.Bool("ivf") {
 		opts.IVF = &dense.IVFOptions{NList: c.Int("nlist")}
 	}
-	bar := newProgress(c, total, "embedding")
+	bar := newProgress(c, total, "embedding", "passages")
 	opts.Progress = func(done, all int64) {
 		bar.ChangeMax64(all)
 		bar.Set64(done)
@@ -234,7 +237,7 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 		}
 		opts.Vectors = &elastic.Vectors{Embed: elastic.EmbedPassages(emb, px.Passage)}
 	}
-	bar := newProgress(c, total, "loading")
+	bar := newProgress(c, total, "loading", "passages")
 	opts.Progress = func(st elastic.Stats) { bar.Set64(st.Loaded) }
 	st, err := elastic.Load(c.Context, cfg, src, opts)
 	bar.Finish()

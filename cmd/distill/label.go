@@ -66,7 +66,8 @@ downloads the output and error files, and resubmits the failed or expired reques
 			&cli.Float64Flag{Name: "temperature", Value: label.DefaultTemperature, Usage: "teacher sampling temperature"},
 			&cli.IntFlag{Name: "max-tokens", Value: label.DefaultMaxTokens, Usage: "most tokens of a teacher answer"},
 			&cli.IntFlag{Name: "seed-base", Usage: "sample k > 0 is sent with seed seed-base+k"},
-			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags), labelling again the states that got no usable sample"},
+			&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the states that got no usable sample as they are"},
 			&cli.IntFlag{Name: "workers", Value: label.DefaultWorkers, Usage: "states labelled at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "label only the first `N` states (0: all)"},
 			&cli.StringFlag{Name: "shard", Usage: "label only the states of shard `i/n` of the questions (by a hash of the id, as rollout); distill merge joins the shards"},
@@ -139,7 +140,7 @@ func labelAction(c *cli.Context) error {
 		return printEstimate(c, est, opts)
 	}
 
-	bar := newProgress(c, -1, "label")
+	bar := newProgress(c, -1, "label", "states")
 	sized := false
 	opts.Progress = func(p label.Progress) {
 		if !sized {
@@ -163,6 +164,11 @@ func labelAction(c *cli.Context) error {
 		}
 		return &exitError{code: exitIncomplete}
 	}
+	if errors.Is(err, label.ErrAllFailed) {
+		if perr := printLabelReport(c, sum, opts.Out); perr != nil {
+			return perr
+		}
+	}
 	if err != nil {
 		return labelError(err)
 	}
@@ -178,7 +184,7 @@ func labelError(err error) error {
 	case errors.Is(err, label.ErrMismatch), errors.Is(err, label.ErrNotRun), errors.Is(err, label.ErrOptions):
 		return usageErrorf("label: %w", err)
 	}
-	return err
+	return failuresError("label", err)
 }
 
 // labelOptions reads the flags that configure the run and loads the
@@ -191,7 +197,12 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	case out == "" && !c.Bool("dry-run"):
 		return label.Options{}, usageErrorf("label: --out is required")
 	}
-	if fi, err := os.Stat(in); err == nil && fi.IsDir() {
+	fi, err := os.Stat(in)
+	if err != nil {
+		// Missing input, as for every command: exit 1, the file named.
+		return label.Options{}, fmt.Errorf("label: --in: %w", err)
+	}
+	if fi.IsDir() {
 		in = filepath.Join(in, runner.TrajectoriesFile)
 	}
 	teacher := c.String("teacher")
@@ -246,7 +257,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	}
 	return label.Options{
 		In: in, Out: out, Questions: questions, Samples: samples,
-		Resume: c.Bool("resume"), Workers: c.Int("workers"), Limit: c.Int("limit"), Shard: shard,
+		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Workers: c.Int("workers"), Limit: c.Int("limit"), Shard: shard,
 		CheckpointStates: c.Int("checkpoint-states"), CheckpointInterval: c.Duration("checkpoint-interval"),
 		BudgetUSD: c.Float64("budget-usd"),
 		Logger:    loggerFrom(c),
@@ -272,9 +283,16 @@ func labelQuestions(c *cli.Context, in string) (map[string]data.Question, string
 		if strings.HasPrefix(src, datasetSample+" ") || src == datasetSample {
 			dataset = datasetSample
 		} else {
+			// Relative to the rollout's output; an older run.json has it
+			// relative to where the rollout ran.
 			path = src
-			if _, err := os.Stat(path); err != nil {
-				return nil, "", usageErrorf("label: the rollout's questions file %s is not there from here (%v): give --questions FILE", path, err)
+			if !filepath.IsAbs(src) {
+				if p := filepath.Join(filepath.Dir(in), src); fileExists(p) {
+					path = p
+				}
+			}
+			if !fileExists(path) {
+				return nil, "", usageErrorf("label: the rollout's questions file %s is not there from here: give --questions FILE", src)
 			}
 		}
 	}
@@ -343,11 +361,8 @@ func printLabelReport(c *cli.Context, sum label.Summary, out string) error {
 		)
 	}
 	if len(sum.Usage) > 0 {
-		var tokens int64
-		for _, s := range sum.Usage {
-			tokens += s.PromptTokens + s.CompletionTokens
-		}
-		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", fmt.Sprintf("$%.4f", sum.CostUSD)})
+		tokens, cost := usageText(sum.Usage)
+		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", cost})
 	}
 	if sum.Labels != "" {
 		rows = append(rows, [2]any{"labels", sum.Labels})

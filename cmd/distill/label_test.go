@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,14 +18,11 @@ import (
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
-// sampleRollout makes a fixed-policy rollout of the bundled sample in the
-// current directory and returns its output directory.
+// sampleRollout returns the output directory of a fixed-policy rollout of
+// the bundled sample (shared: read it only).
 func sampleRollout(t *testing.T) string {
 	t.Helper()
-	if r := runDistill(t, "--quiet", "rollout", "--policy", "fixed", "--out", "ro"); r.code != 0 {
-		t.Fatalf("rollout: exit %d, stderr %q", r.code, r.stderr)
-	}
-	return "ro"
+	return offlineChain(t).Rollout
 }
 
 // labelRows reads a labels file and checks each state is there once.
@@ -107,13 +104,13 @@ func TestLabelUsageErrors(t *testing.T) {
 	}
 }
 
-// TestLabelLLMFaultsAndDryRun labels with K = 3 against a server that
-// fails a quarter of its requests: every state is kept. The dry run before
-// sends nothing.
+// TestLabelLLMFaultsAndDryRun labels 200 states with K = 3 against a
+// server that fails a quarter of its requests: every state is kept. The
+// dry run before sends nothing.
 func TestLabelLLMFaultsAndDryRun(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ro := sampleRollout(t)
-	states := trajectoryStates(t, ro)
+	const states = 200
 	srv := llmtest.NewServer(llmtest.Options{Seed: 3, ServerError: 0.06, Unavailable: 0.03, Malformed: 0.03, Truncated: 0.03,
 		Answer: func(r llmtest.Request) string {
 			if strings.Contains(r.Messages[len(r.Messages)-1].Content, "(no evidence yet)") {
@@ -123,7 +120,7 @@ func TestLabelLLMFaultsAndDryRun(t *testing.T) {
 		}})
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
-	base := []string{"--quiet", "label", "--in", ro, "--out", "lab", "--teacher-base-url", srv.URL(), "--samples", "3", "--temperature", "0.7"}
+	base := []string{"--quiet", "label", "--in", ro, "--out", "lab", "--teacher-base-url", srv.URL(), "--samples", "3", "--temperature", "0.7", "--limit", fmt.Sprint(states)}
 
 	r := runDistill(t, append(base, "--dry-run")...)
 	if r.code != 0 || !strings.Contains(r.stdout, "nothing was sent") || !strings.Contains(r.stdout, "$") {
@@ -173,8 +170,9 @@ func TestLabelBudget(t *testing.T) {
 	srv := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string { return `{"sufficient": true}` }})
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
-	args := []string{"--quiet", "label", "--in", ro, "--out", "lab", "--teacher-base-url", srv.URL(), "--teacher-model", "gpt-4o-mini",
-		"--workers", "2", "--budget-usd", "0.005", "--price", "gpt-4o-mini=10:10"}
+	const states = 200
+	args := []string{"--quiet", "label", "--in", ro, "--out", "lab", "--limit", fmt.Sprint(states), "--teacher-base-url", srv.URL(),
+		"--teacher-model", "gpt-4o-mini", "--workers", "2", "--budget-usd", "0.005", "--price", "gpt-4o-mini=10:10"}
 	r := runDistill(t, args...)
 	if r.code != exitIncomplete || !strings.Contains(r.stderr, "budget reached") || !strings.Contains(r.stdout, "--resume goes on") {
 		t.Fatalf("label over budget: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
@@ -183,35 +181,15 @@ func TestLabelBudget(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("resume without a budget: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != trajectoryStates(t, ro) {
-		t.Errorf("%d labels after resuming", len(ls))
+	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
+		t.Errorf("%d labels after resuming, want %d", len(ls), states)
 	}
 }
-
-// distillBinary builds the binary once per test run.
-var distillBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "distill-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "distill")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", errors.New(string(out))
-	}
-	return bin, nil
-})
 
 // TestLabelKill9 kills a labelling run with SIGKILL after its first
 // checkpoint, twice, and resumes it: every state ends up labelled once.
 func TestLabelKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin, err := distillBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
+	bin := binary(t)
 	t.Chdir(t.TempDir())
 	ro := sampleRollout(t)
 	states := trajectoryStates(t, ro)

@@ -14,10 +14,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // Exit codes. They are decided in one place, exitCode.
@@ -74,6 +77,11 @@ func exitCode(ctx context.Context, err error) int {
 	if errors.As(err, &coder) {
 		return coder.ExitCode()
 	}
+	// Every command's output directory: held by another writer, or not
+	// empty where it must be; the user chooses another.
+	if errors.Is(err, outdir.ErrBusy) || errors.Is(err, outdir.ErrNotEmpty) {
+		return exitUsage
+	}
 	return exitFailure
 }
 
@@ -83,6 +91,9 @@ func errorMessage(ctx context.Context, err error) string {
 		return ""
 	}
 	msg := err.Error()
+	if hint := embedServerHint(err); hint != "" {
+		msg += "\n" + hint
+	}
 	if cause := context.Cause(ctx); cause != nil && cause != ctx.Err() {
 		// The signal that stopped the run, e.g. "interrupt signal received".
 		if msg == "" {
@@ -120,22 +131,27 @@ func usageErrorf(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
 }
 
-// rejectFlagsAfterArgs returns a usage error when one of c's arguments is one
-// of its flags: urfave/cli stops reading flags at the first argument, so
-// "show FILE -n 3" would silently treat "-n" and "3" as arguments.
+// rejectFlagsAfterArgs returns a usage error when one of c's arguments is
+// one of its flags, or looks like a flag ("--name"): urfave/cli stops
+// reading flags at the first argument, so "show FILE -n 3" would silently
+// treat "-n" and "3" as arguments.
 func rejectFlagsAfterArgs(c *cli.Context) error {
+	cmd := strings.TrimPrefix(helpName(c), c.App.Name+" ")
 	for _, arg := range c.Args().Slice() {
 		name := strings.TrimLeft(arg, "-")
 		if name == arg || name == "" {
 			continue
 		}
 		name, _, _ = strings.Cut(name, "=")
+		known := false
 		for _, f := range c.Command.Flags {
-			for _, n := range f.Names() {
-				if n == name {
-					return usageErrorf("%s: flag %s comes after an argument: put flags before arguments (see '%s --help')", c.Command.Name, arg, helpName(c))
-				}
-			}
+			known = known || slices.Contains(f.Names(), name)
+		}
+		switch {
+		case known:
+			return usageErrorf("%s: flag %s comes after an argument: put flags before arguments (see '%s --help')", cmd, arg, helpName(c))
+		case strings.HasPrefix(arg, "--"):
+			return usageErrorf("%s: %s comes after an argument, and is not a flag of %s (see '%s --help')", cmd, arg, cmd, helpName(c))
 		}
 	}
 	return nil

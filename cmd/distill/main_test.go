@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -131,15 +130,7 @@ func TestRunWithSignalsInterrupt(t *testing.T) {
 // TestBinary builds distill as the Makefile does and runs it as a process:
 // main's wiring, the -ldflags variables and the exit status.
 func TestBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "distill")
-	build := exec.Command("go", "build", "-o", bin,
-		"-ldflags", "-X main.version=v9.8.7-test -X main.buildTime=2026-01-02T03:04:05Z", ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := binary(t)
 
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(bin, "version")
@@ -147,7 +138,7 @@ func TestBinary(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("distill version: %v\n%s", err, stderr.String())
 	}
-	for _, want := range []string{"distill v9.8.7-test\n", "build time:  2026-01-02T03:04:05Z\n"} {
+	for _, want := range []string{"distill " + testVersion + "\n", "build time:  " + testBuildTime + "\n"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("distill version printed %q, want it to contain %q", stdout.String(), want)
 		}

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/runner"
 )
 
 // defaultBaseURL is where a model goes without a --*-base-url, --base-url
@@ -27,6 +32,27 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per model role (0: none)"},
 		&cli.StringSliceFlag{Name: "price", Usage: "cost of a model, `MODEL=INPUT:OUTPUT` in USD per million tokens (repeatable; known OpenAI models are priced already)"},
 		&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)", EnvVars: []string{"DISTILL_REQUEST_TIMEOUT"}},
+		&cli.IntFlag{Name: "max-attempts", Value: defaultMaxAttempts, Usage: "attempts of a model request that fails with a retryable error (a timeout, 429, 5xx, no answer), the first included"},
+		&cli.DurationFlag{Name: "retry-delay", Value: defaultRetryDelay, Usage: "backoff before the second attempt, doubled for each one after (with jitter; a server's Retry-After wins)"},
+	}
+}
+
+// The retries of the model flags: llm.RetryOptions' defaults.
+const (
+	defaultMaxAttempts = 5
+	defaultRetryDelay  = 500 * time.Millisecond
+)
+
+// stackOptions returns the options of the model stack that the model flags
+// configure: the response cache, the limits, the retries and the logger.
+// A command without those flags gets llm's defaults.
+func stackOptions(c *cli.Context) llm.StackOptions {
+	return llm.StackOptions{
+		CacheDir: c.Path("cache"),
+		Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"),
+			RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")},
+		Retry:  llm.RetryOptions{MaxAttempts: c.Int("max-attempts"), BaseDelay: c.Duration("retry-delay")},
+		Logger: loggerFrom(c),
 	}
 }
 
@@ -135,13 +161,9 @@ func splitURLs(list string) []string {
 // retries, the cache of --cache, accounting at prices); its Meter gives the
 // role's usage and cost.
 func newModelStack(c *cli.Context, client llm.Endpoint, prices map[string]llm.Price) (*llm.Meter, error) {
-	meter, err := llm.Stack(client, llm.StackOptions{
-		CacheDir: c.Path("cache"),
-		Prices:   prices,
-		Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"),
-			RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")},
-		Logger: loggerFrom(c),
-	})
+	opts := stackOptions(c)
+	opts.Prices = prices
+	meter, err := llm.Stack(client, opts)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s model: %w", c.Command.Name, client.Role(), err)
 	}
@@ -154,11 +176,67 @@ func usageSoFar(usage func() []llm.Stats) string {
 	if usage == nil {
 		return ""
 	}
-	var tokens int64
-	var cost float64
-	for _, s := range usage() {
-		tokens += s.PromptTokens + s.CompletionTokens
-		cost += s.CostUSD
+	tokens, cost := usageText(usage())
+	return ", " + tokens + " tokens, " + cost
+}
+
+// usageText returns the tokens of usage and their cost: "$C", or
+// "unknown" with the models that have no price (their tokens are not in a
+// cost, and a cost of $0 would mislead).
+func usageText(usage []llm.Stats) (tokens, cost string) {
+	var n int64
+	var usd float64
+	var unpriced []string
+	for _, s := range usage {
+		n += s.PromptTokens + s.CompletionTokens
+		usd += s.CostUSD
+		if s.Unpriced > 0 && !slices.Contains(unpriced, s.Model) {
+			unpriced = append(unpriced, s.Model)
+		}
 	}
-	return fmt.Sprintf(", %d tokens, $%.4f", tokens, cost)
+	cost = fmt.Sprintf("$%.4f", usd)
+	if len(unpriced) > 0 {
+		cost = fmt.Sprintf("unknown (no price for %s: give one with --price MODEL=INPUT:OUTPUT)", strings.Join(unpriced, ", "))
+		if usd > 0 {
+			cost = fmt.Sprintf("$%.4f and %s", usd, cost)
+		}
+	}
+	return fmt.Sprint(n), cost
+}
+
+// failuresError says how to go on from a run that stopped because its
+// units failed in a row, or whose every unit failed: most often a model
+// server that cannot be reached or refuses every request, named in err.
+// Other errors pass.
+func failuresError(command string, err error) error {
+	if !errors.Is(err, runner.ErrFailing) && !errors.Is(err, runner.ErrAllFailed) {
+		return err
+	}
+	return fmt.Errorf("%s: %w\n(check the server named above: its URL comes from --<role>-base-url, --base-url or OPENAI_BASE_URL, its key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY; "+
+		"what was done is kept, and --resume goes on, doing the failures again)", command, err)
+}
+
+// relativeTo returns path relative to the directory dir, for the records
+// that dir holds, so that the two can move together; path as it is when
+// that cannot be done.
+func relativeTo(dir, path string) string {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return path
+	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(d, p)
+	if err != nil {
+		return path
+	}
+	return rel
+}
+
+// fileExists says whether path names something that can be stat'ed.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"fmt"
+	"bytes"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -11,19 +12,98 @@ import (
 	"golang.org/x/term"
 )
 
-// newProgress returns a progress bar on the app's stderr for total steps
-// (-1: unknown, a spinner). It draws nothing with --quiet or when stderr is
-// not a terminal (a file, a pipe, CI): the bar is then a no-op that keeps
-// no count, so report totals from your own counters, not from the bar.
-// Call Finish when the work is done; it also ends a spinner's goroutine.
-func newProgress(c *cli.Context, total int64, description string) *progressbar.ProgressBar {
-	w := c.App.ErrWriter
-	if c.Bool("quiet") || !isTerminal(w) {
+// console is stderr when it is a terminal, shared by the progress bar and
+// the log: a log record first clears the line the bar is drawn on, and the
+// bar is drawn again after it, so that the two never share a line.
+type console struct {
+	mu sync.Mutex
+	w  io.Writer
+	// line is what the bar has drawn on the current line, "" when it has
+	// drawn nothing there.
+	line []byte
+}
+
+const eraseLine = "\r\x1b[K"
+
+// Write writes log records.
+func (c *console) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.line) > 0 {
+		if _, err := io.WriteString(c.w, eraseLine); err != nil {
+			return 0, err
+		}
+	}
+	n, err := c.w.Write(p)
+	if err == nil && len(c.line) > 0 {
+		_, err = c.w.Write(append([]byte{'\r'}, c.line...))
+	}
+	return n, err
+}
+
+// bar returns the writer of a progress bar: it keeps the line drawn, and
+// once the bar has ended its line (end), drops what the bar draws again (a
+// Finish after the bar reached its total draws it a second time).
+func (c *console) bar() *barWriter { return &barWriter{c: c} }
+
+type barWriter struct {
+	c     *console
+	ended bool // guarded by c.mu
+}
+
+// end ends the bar's line.
+func (b *barWriter) end() {
+	b.Write([]byte{'\n'})
+	b.c.mu.Lock()
+	b.ended = true
+	b.c.mu.Unlock()
+}
+
+func (b *barWriter) Write(p []byte) (int, error) {
+	c := b.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if b.ended {
+		return len(p), nil
+	}
+	switch i, j := bytes.LastIndexByte(p, '\n'), bytes.LastIndexByte(p, '\r'); {
+	case i >= 0 && i >= j:
+		c.line = append(c.line[:0], p[i+1:]...)
+	case j >= 0:
+		c.line = append(c.line[:0], p[j+1:]...)
+	default:
+		c.line = append(c.line, p...)
+	}
+	return c.w.Write(p)
+}
+
+const consoleKey = "distill.console"
+
+// newConsole returns the console of the app's stderr, or nil when the
+// stderr is not a terminal or progress is off (--quiet).
+func newConsole(c *cli.Context) *console {
+	if c.Bool("quiet") || !isTerminal(c.App.ErrWriter) {
+		return nil
+	}
+	return &console{w: c.App.ErrWriter}
+}
+
+// newProgress returns a progress bar on the app's stderr for total units
+// (-1: unknown, a spinner), counting them as unit ("questions"). It draws
+// nothing with --quiet or when stderr is not a terminal (a file, a pipe,
+// CI): the bar is then a no-op that keeps no count, so report totals from
+// your own counters, not from the bar. Log records go above the bar, never
+// on its line. Call Finish when the work is done; it also ends a spinner's
+// goroutine.
+func newProgress(c *cli.Context, total int64, description, unit string) *progressbar.ProgressBar {
+	con, _ := c.App.Metadata[consoleKey].(*console)
+	if con == nil {
 		return progressbar.NewOptions64(total,
 			progressbar.OptionSetWriter(io.Discard),
 			progressbar.OptionSetVisibility(false),
 		)
 	}
+	w := con.bar()
 	return progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(description),
@@ -31,10 +111,10 @@ func newProgress(c *cli.Context, total int64, description string) *progressbar.P
 		progressbar.OptionFullWidth(),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString(unit),
 		progressbar.OptionSpinnerType(14),
 		progressbar.OptionThrottle(65*time.Millisecond),
-		progressbar.OptionSetRenderBlankState(true),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }),
+		progressbar.OptionOnCompletion(w.end),
 	)
 }
 

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/llm"
 )
 
 // TestProgressOffWithoutTerminal: with stderr a buffer or a file, or with
@@ -34,7 +37,7 @@ func TestProgressOffWithoutTerminal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd := &cli.Command{Name: "work", Action: func(c *cli.Context) error {
-				bar := newProgress(c, tt.total, "working")
+				bar := newProgress(c, tt.total, "working", "items")
 				for range 100 {
 					if err := bar.Add(1); err != nil {
 						return err
@@ -68,5 +71,44 @@ func TestIsTerminal(t *testing.T) {
 	defer f.Close()
 	if isTerminal(f) || isTerminal(&bytes.Buffer{}) {
 		t.Errorf("a regular file or a buffer counts as a terminal")
+	}
+}
+
+// TestConsole: a log record written while a bar is drawn goes on a line of
+// its own, the bar's line erased first and drawn again after it; once the
+// bar has ended its line, records are written as they are.
+func TestConsole(t *testing.T) {
+	var out bytes.Buffer
+	con := &console{w: &out}
+	bar := con.bar()
+	io.WriteString(bar, "\r| rollout 3/10")
+	io.WriteString(con, "level=INFO msg=checkpoint\n")
+	io.WriteString(bar, "\r| rollout 10/10")
+	bar.end()
+	io.WriteString(bar, "\r| rollout 10/10") // Finish draws it again
+	io.WriteString(con, "level=INFO msg=done\n")
+	want := "\r| rollout 3/10" + eraseLine + "level=INFO msg=checkpoint\n\r| rollout 3/10" +
+		"\r| rollout 10/10\n" + "level=INFO msg=done\n"
+	if got := out.String(); got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestUsageText(t *testing.T) {
+	tests := []struct {
+		usage      []llm.Stats
+		wantTokens string
+		wantCost   string
+	}{
+		{[]llm.Stats{{Model: "gpt-4o-mini", PromptTokens: 10, CompletionTokens: 2, CostUSD: 0.5}}, "12", "$0.5000"},
+		{[]llm.Stats{{Model: "llama", PromptTokens: 10, Unpriced: 3}}, "10", "unknown (no price for llama: give one with --price MODEL=INPUT:OUTPUT)"},
+		{[]llm.Stats{{Model: "gpt-4o-mini", PromptTokens: 1, CostUSD: 0.25}, {Model: "llama", PromptTokens: 1, Unpriced: 1}}, "2",
+			"$0.2500 and unknown (no price for llama: give one with --price MODEL=INPUT:OUTPUT)"},
+	}
+	for _, tt := range tests {
+		tokens, cost := usageText(tt.usage)
+		if tokens != tt.wantTokens || cost != tt.wantCost {
+			t.Errorf("usageText(%+v): got %q, %q; want %q, %q", tt.usage, tokens, cost, tt.wantTokens, tt.wantCost)
+		}
 	}
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -70,6 +74,23 @@ func embedder(c *cli.Context, model, baseURL, inputType string) (llm.Embedder, e
 	if err != nil {
 		return nil, err
 	}
-	return llm.StackEmbedder(client, llm.StackOptions{Logger: loggerFrom(c),
-		Limits: llm.LimitOptions{MaxConcurrent: c.Int("max-concurrent"), RequestsPerMinute: c.Float64("requests-per-minute"), TokensPerMinute: c.Float64("tokens-per-minute")}}), nil
+	return llm.StackEmbedder(client, stackOptions(c)), nil
+}
+
+// embedServerHint names the flag to change when err is an embeddings
+// request that got no answer at all (nothing listening, no such host): ""
+// for any other error.
+func embedServerHint(err error) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) || !strings.HasSuffix(ue.URL, "/embeddings") {
+		return ""
+	}
+	var op *net.OpError
+	var dns *net.DNSError
+	if !errors.As(ue.Err, &op) && !errors.As(ue.Err, &dns) {
+		return ""
+	}
+	return fmt.Sprintf("(no embeddings server answers at %s: start it, or give its URL with --embed-base-url "+
+		"(else --base-url or OPENAI_BASE_URL); a dense index records the server it was built with, and search, rollout and bench use it unless told otherwise)",
+		strings.TrimSuffix(ue.URL, "/embeddings"))
 }

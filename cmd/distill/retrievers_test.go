@@ -97,6 +97,14 @@ func TestDenseIndexRemembersServer(t *testing.T) {
 			t.Errorf("request %d: body %s carries an E5 prefix although the server is told the input type", i, req.Body)
 		}
 	}
+
+	// The recorded server is gone: the error names it and the flag.
+	url := emb.URL()
+	emb.Close()
+	r = runDistill(t, "--quiet", "search", "--index", "dense", "director born city")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "no embeddings server answers at "+url) || !strings.Contains(r.stderr, "--embed-base-url") {
+		t.Errorf("search with the server gone: exit %d, stderr %q; want 1, the URL and the flag", r.code, r.stderr)
+	}
 }
 
 // TestIndexLuceneNorms builds a BM25 index with Lucene's length norms and

@@ -64,7 +64,8 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
 			&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (default for the sample: " + defaultSampleOut + ")"},
-			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags)"},
+			&cli.BoolFlag{Name: "resume", Usage: "continue the interrupted run in --out (with the same flags), running the failed questions again"},
+			&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the failed questions as they are"},
 			&cli.IntFlag{Name: "workers", Value: runner.DefaultWorkers, Usage: "questions run at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "run only the first `N` unique questions (0: all)"},
 			&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id; 0 <= i < n)"},
@@ -124,7 +125,9 @@ func rolloutAction(c *cli.Context) error {
 	}
 	var world *synth.World
 	if questions != "" {
-		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), questions
+		// Recorded relative to the output, as label reads it: the two can
+		// move together.
+		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), relativeTo(opts.Out, questions)
 	} else {
 		world = synth.Sample()
 		opts.Questions, opts.Info.Questions = runner.Slice(world.Questions), datasetSample+" (synthetic, built in)"
@@ -148,7 +151,7 @@ func rolloutAction(c *cli.Context) error {
 		opts.Roles.Retriever, opts.Info.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
 	}
 
-	bar := newProgress(c, -1, "rollout")
+	bar := newProgress(c, -1, "rollout", "questions")
 	sized := false
 	opts.Progress = func(p runner.Progress) {
 		if !sized {
@@ -167,8 +170,13 @@ func rolloutAction(c *cli.Context) error {
 		return usageErrorf("rollout: %s is not empty: use --resume to continue the run in it, or another --out", opts.Out)
 	case errors.Is(err, runner.ErrMismatch), errors.Is(err, runner.ErrNotRun):
 		return usageErrorf("rollout: %w", err)
+	case errors.Is(err, runner.ErrAllFailed):
+		if perr := printRolloutReport(c, sum, opts.Out); perr != nil {
+			return perr
+		}
+		return failuresError("rollout", err)
 	case err != nil:
-		return err
+		return failuresError("rollout", err)
 	}
 	return printRolloutReport(c, sum, opts.Out)
 }
@@ -213,6 +221,7 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 	return runner.Options{
 		Out:                 c.Path("out"),
 		Resume:              c.Bool("resume"),
+		KeepFailed:          c.Bool("no-retry-failed"),
 		Workers:             c.Int("workers"),
 		Limit:               c.Int("limit"),
 		Shard:               shard,
@@ -375,11 +384,8 @@ func printRolloutReport(c *cli.Context, sum runner.Summary, out string) error {
 		rows = append(rows, [2]any{"repeated ids skipped", cnt.DuplicateIDs})
 	}
 	if len(sum.Usage) > 0 {
-		var tokens int64
-		for _, s := range sum.Usage {
-			tokens += s.PromptTokens + s.CompletionTokens
-		}
-		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", fmt.Sprintf("$%.4f", sum.CostUSD)})
+		tokens, cost := usageText(sum.Usage)
+		rows = append(rows, [2]any{"tokens", tokens}, [2]any{"cost", cost})
 	}
 	rows = append(rows,
 		[2]any{"trajectories", sum.Trajectories},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +20,8 @@ import (
 
 // checkTrajectories reads a rollout's trajectories.parquet and checks that
 // it holds each question of want exactly once: contiguous rows numbered
-// from round 0, the last one final (or one failure row with a reason).
+// from round 0, the last one final (a failure row, with its reason, after
+// the states a failed question completed).
 func checkTrajectories(t *testing.T, path string, want []string) []data.State {
 	t.Helper()
 	rows, err := data.ReadParquet[data.State](path)
@@ -41,7 +43,7 @@ func checkTrajectories(t *testing.T, path string, want []string) []data.State {
 		if r.IsFinal != last {
 			t.Fatalf("question %s: row %d final %v, want %v", r.QuestionID, i, r.IsFinal, last)
 		}
-		if r.Failure != "" && !(first && last) {
+		if r.Failure != "" && !last {
 			t.Fatalf("question %s: failure row among states", r.QuestionID)
 		}
 		if !first && r.Round != rows[i-1].Round+1 {
@@ -222,20 +224,14 @@ func TestRolloutShardsAndMerge(t *testing.T) {
 // writing the next part), resumes it each time, and checks that the
 // finished output holds every question exactly once.
 func TestRolloutKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs thousands of questions")
-	}
+	bin := binary(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "distill")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	ds, idx, out := filepath.Join(dir, "ds"), filepath.Join(dir, "idx"), filepath.Join(dir, "run")
 	for _, args := range [][]string{
-		{"data", "synth", "--seed", "3", "--questions", "4000", "--out", ds},
+		{"data", "synth", "--seed", "3", "--questions", "1000", "--out", ds},
 		{"index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx},
 	} {
-		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
+		if r := runBinary(t, nil, append([]string{"--quiet"}, args...)...); r.code != 0 {
 			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}
@@ -292,7 +288,7 @@ func TestRolloutKill9(t *testing.T) {
 	if err != nil {
 		t.Fatalf("final resume: %v\n%s", err, stdout)
 	}
-	if !strings.Contains(string(stdout), "4000 questions (4000 done, 0 failed)") {
+	if !strings.Contains(string(stdout), "1000 questions (1000 done, 0 failed)") {
 		t.Errorf("final resume output:\n%s", stdout)
 	}
 	qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
@@ -440,5 +436,66 @@ func TestSharedModelFlags(t *testing.T) {
 		if row.Failure != "" {
 			t.Errorf("question %s failed: %s", row.QuestionID, row.Failure)
 		}
+	}
+}
+
+// deadURL returns the base URL of a loopback port where nothing listens.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/v1"
+}
+
+// TestDeadServer: a model server that cannot be reached stops a rollout
+// early with one error naming its URL, and a run in which every question
+// (or state) failed exits 1 with the reason; resumed against a live
+// server, the run does the failed questions again and ends well.
+func TestDeadServer(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	dead := deadURL(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ro")
+	roll := func(url string, more ...string) result {
+		return runDistill(t, append([]string{"--quiet", "rollout", "--judge", "llm", "--judge-model", "m", "--judge-base-url", url,
+			"--max-attempts", "1", "--workers", "2", "--out", out}, more...)...)
+	}
+	r := roll(dead, "--limit", "60")
+	if r.code != exitFailure || !strings.Contains(r.stderr, dead) || !strings.Contains(r.stderr, "too many failures in a row") || !strings.Contains(r.stderr, "--resume") {
+		t.Fatalf("rollout against a dead server: exit %d, stderr %q; want 1, the URL and the way on", r.code, r.stderr)
+	}
+	rep, err := runner.ReadReport(out)
+	if err != nil || rep.Status != runner.StatusInterrupted || rep.Counts.Run.Failed >= 60 {
+		t.Fatalf("run.json: status %q, %d failed (%v); want interrupted early", rep.Status, rep.Counts.Run.Failed, err)
+	}
+
+	srv := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string { return `{"sufficient": true, "gap_items": []}` }})
+	defer srv.Close()
+	if r := roll(srv.URL(), "--limit", "60", "--resume"); r.code != 0 {
+		t.Fatalf("resumed against a live server: exit %d, stderr %q", r.code, r.stderr)
+	}
+	rows := checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:60]))
+	for _, row := range rows {
+		if row.Failure != "" {
+			t.Fatalf("question %s still failed after the resume: %s", row.QuestionID, row.Failure)
+		}
+	}
+	if rep, err := runner.ReadReport(out); err != nil || rep.Retried == 0 {
+		t.Errorf("run.json after the resume: retried %d (%v), want the failed questions retried", rep.Retried, err)
+	}
+
+	out = filepath.Join(dir, "few")
+	r = roll(dead, "--limit", "3")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "all failed: 3 of 3 questions") || !strings.Contains(r.stderr, dead) {
+		t.Errorf("every question failed: exit %d, stderr %q; want 1 and the reason", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "label", "--in", offlineChain(t).Rollout, "--out", filepath.Join(dir, "lab"), "--limit", "4",
+		"--teacher-base-url", dead, "--max-attempts", "1")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "all failed: 4 of 4 states") || !strings.Contains(r.stderr, dead) {
+		t.Errorf("every state failed: exit %d, stderr %q; want 1 and the reason", r.code, r.stderr)
 	}
 }

@@ -123,7 +123,7 @@ func searchBatch(c *cli.Context) error {
 		return err
 	}
 	defer x.Close()
-	bar := newProgress(c, int64(len(queries)), "searching")
+	bar := newProgress(c, int64(len(queries)), "searching", "queries")
 	start := time.Now()
 	err = retrieve.SearchBatch(c.Context, x, queries, retrieve.BatchOptions{K: c.Int("k"), Workers: c.Int("workers"), TitlesOnly: true},
 		func(res retrieve.BatchResult) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/judge"
 )
 
@@ -33,6 +34,7 @@ func trainCommand() *cli.Command {
 		&cli.StringFlag{Name: "base-model", Value: defaultBaseModel, Usage: "model to fine-tune (Hugging Face id or path; a provider's model name for openai)", EnvVars: []string{"DISTILL_BASE_MODEL"}},
 		&cli.StringFlag{Name: "name", Value: "s2g-judge", Usage: "name of the job and of its result"},
 		&cli.BoolFlag{Name: "export-only", Usage: "write the training data in every format, print its summary, and stop"},
+		&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds when it holds no job"},
 		&cli.BoolFlag{Name: "detach", Usage: "submit and return; follow later with distill train status DIR or distill train --out DIR"},
 		&cli.DurationFlag{Name: "poll-interval", Value: 10 * time.Second, Usage: "how often to ask how the job is doing"},
 		&cli.StringFlag{Name: "tokenizer", Usage: "model whose tokenizer counts the examples' tokens (default: an estimate)"},
@@ -97,11 +99,36 @@ func trainAction(c *cli.Context) error {
 	if out == "" {
 		return usageErrorf("train: --out is required")
 	}
+	// Held until the job is submitted and followed: one writer of its
+	// export, its record and its hand-back.
+	od, err := outdir.Claim(c.Context, out, outdir.Resume)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	if err := trainIn(c, od); err != nil {
+		if _, rerr := finetune.LoadRecord(out); errors.Is(rerr, finetune.ErrNoJob) {
+			od.Abandon() // nothing was submitted: a fresh start leaves nothing
+		} else {
+			od.Close()
+		}
+		return err
+	}
+	return od.Close()
+}
+
+// trainIn exports, submits and follows the job in the output directory
+// trainAction holds, or re-attaches to the job recorded there.
+func trainIn(c *cli.Context, od *outdir.Dir) error {
+	out := od.Path()
 	log := loggerFrom(c)
 	// A job already recorded: re-attach.
 	if rec, err := finetune.LoadRecord(out); err == nil {
-		if c.Bool("export-only") {
+		switch {
+		case c.Bool("export-only"):
 			return usageErrorf("train: %s already holds a job (%s); give another --out to export", out, rec.State.ID)
+		case c.Bool("overwrite"):
+			return usageErrorf("train: %s holds the job %s, which --overwrite does not replace: cancel it (distill train cancel %s) and remove it, or give another --out",
+				out, rec.State.ID, out)
 		}
 		b, err := newBackend(c, rec.State.Backend)
 		if err != nil {
@@ -111,6 +138,14 @@ func trainAction(c *cli.Context) error {
 		return followJob(c, b, rec.Job, rec.State)
 	} else if !errors.Is(err, finetune.ErrNoJob) {
 		return err
+	}
+	if !od.Fresh() {
+		if !c.Bool("overwrite") {
+			return usageErrorf("train: %s is not empty and holds no job: use --overwrite to replace what it holds, or another --out", out)
+		}
+		if err := od.Empty(); err != nil {
+			return fmt.Errorf("train: %w", err)
+		}
 	}
 
 	in := c.Path("in")
@@ -221,7 +256,7 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 // job writes to its log, and hands it back.
 func followJob(c *cli.Context, b finetune.Backend, job finetune.Job, st finetune.State) error {
 	log := loggerFrom(c)
-	bar := newProgress(c, -1, "train")
+	bar := newProgress(c, -1, "train", "steps")
 	tail := newLogTail(job.Path(st.LogPath))
 	show := func(st finetune.State) {
 		if st.TotalSteps > 0 {

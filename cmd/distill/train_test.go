@@ -16,8 +16,10 @@ import (
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
-// offlineSFT runs rollout, label and filter on the sample in the current
-// directory and returns the filter's output directory.
+// offlineSFT runs rollout (with rolloutArgs), label and filter on the
+// sample in the current directory and returns the filter's output
+// directory. Tests that need no rollout of their own take the shared one,
+// offlineChain(t).SFT.
 func offlineSFT(t *testing.T, rolloutArgs ...string) string {
 	t.Helper()
 	args := append([]string{"--quiet", "rollout", "--policy", "fixed", "--out", "ro"}, rolloutArgs...)
@@ -38,7 +40,7 @@ func offlineSFT(t *testing.T, rolloutArgs ...string) string {
 // shown and cancelled (a no-op once it has ended) from its directory.
 func TestTrainBuiltinChain(t *testing.T) {
 	t.Chdir(t.TempDir())
-	sft := offlineSFT(t)
+	sft := offlineChain(t).SFT
 	r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "exp", "--export-only")
 	if r.code != 0 || !strings.Contains(r.stdout, "tokens p50") || !strings.Contains(r.stdout, "data hash") {
 		t.Fatalf("export-only: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
@@ -56,11 +58,11 @@ func TestTrainBuiltinChain(t *testing.T) {
 		t.Fatalf("model.json %+v, %v", h, err)
 	}
 
-	r = runDistill(t, "--quiet", "rollout", "--judge", "builtin:judge", "--out", "ro-trained")
+	r = runDistill(t, "--quiet", "rollout", "--judge", "builtin:judge", "--out", "ro-trained", "--limit", "40")
 	if r.code != 0 {
 		t.Fatalf("rollout with the trained judge: exit %d, stderr %q", r.code, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions))
+	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:40]))
 	if !strings.HasPrefix(rows[0].JudgeModel, judge.LinearPrefix) {
 		t.Errorf("judge model %q, want the trained judge", rows[0].JudgeModel)
 	}
@@ -102,7 +104,7 @@ func TestExportedPromptsAreTheJudges(t *testing.T) {
 	}})
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
-	sft := offlineSFT(t, "--judge", "llm", "--judge-model", "judge-test", "--judge-base-url", srv.URL())
+	sft := offlineSFT(t, "--limit", "40", "--judge", "llm", "--judge-model", "judge-test", "--judge-base-url", srv.URL())
 	sent := map[[2]string]bool{}
 	for _, req := range srv.Requests() {
 		if len(req.Messages) == 2 {
@@ -142,7 +144,7 @@ func TestExportedPromptsAreTheJudges(t *testing.T) {
 // fifth of its requests: the job is followed to its end and handed back.
 func TestTrainOpenAI(t *testing.T) {
 	t.Chdir(t.TempDir())
-	sft := offlineSFT(t)
+	sft := offlineChain(t).SFT
 	srv := llmtest.NewServer(llmtest.Options{Seed: 4, ServerError: 0.1, RateLimited: 0.05, Malformed: 0.05})
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
@@ -178,7 +180,7 @@ mkdir -p "$DISTILL_OUTPUT_DIR" && printf '{"r": 16, "lora_alpha": 32}' > "$DISTI
 // re-attached to by running distill train again, and handed back.
 func TestTrainLocalCancelAndReattach(t *testing.T) {
 	t.Chdir(t.TempDir())
-	sft := offlineSFT(t)
+	sft := offlineChain(t).SFT
 	r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "slow", "--trainer-command", standInTrainer(600, "0.1"), "--detach")
 	if r.code != 0 || !strings.Contains(r.stdout, "on local") {
 		t.Fatalf("submit: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)

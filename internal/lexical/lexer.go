@@ -47,8 +47,8 @@ type wordInfo struct {
 
 // Bounds of a lexer's caches; a full cache is dropped and refilled.
 const (
-	maxWordCache = 1 << 16
-	maxTextCache = 1 << 14
+	maxWordCache = 1 << 13
+	maxTextCache = 1 << 11
 )
 
 // lexers pools lexers across calls and entry points: a cache of analysis

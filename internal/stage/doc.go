@@ -17,13 +17,16 @@
 //
 // Step by step:
 //
-//  1. The output directory must be empty or absent (ErrOutExists), unless
-//     the run is resumed: then it must hold the stage's report (ErrNotRun),
-//     configured as this run is (Layout.Same; ErrMismatch). Leftovers of
-//     interrupted writes are removed (data.PrepareParts).
-//  2. Select reads the keys of the units the committed parts hold (a unit
-//     found twice is an error) and ranges over Job.Units once, to count the
-//     units selected and those done; parts holding units the run does not
+//  1. The output directory is claimed (internal/outdir: one writer at a
+//     time, ErrBusy otherwise). It must be empty or absent (ErrOutExists),
+//     unless the run is resumed: then it must hold the stage's report
+//     (ErrNotRun), configured as this run is (Layout.Same; ErrMismatch).
+//     Leftovers of interrupted writes are removed (data.PrepareParts).
+//  2. Select reads the keys of the units the committed parts hold, and
+//     whether each failed (Layout.Failure), and ranges over Job.Units
+//     once, to count the units selected, those done and the failed ones
+//     to do again; a unit found twice is an error unless its earlier
+//     records are failures, and parts holding units the run does not
 //     select mean another input (ErrMismatch).
 //  3. Plan.Left ranges over Job.Units again and yields the units not done.
 //     At most Workers goroutines (errgroup, with a semaphore taken before
@@ -34,14 +37,16 @@
 //     (data.PartWriter) and commits it after CheckpointUnits units or
 //     CheckpointInterval, and when the work ends; at every commit it
 //     rewrites the report (status running).
-//  5. When every unit is written, the parts are read in order, checked
-//     (each selected unit exactly once, Job.Count on each), and copied into
-//     the output file, which is then renamed into place; the report gets
-//     its final content (status done).
+//  5. When every unit is written, the parts are read in order, and the
+//     last record of each selected unit is copied into the output file
+//     (Job.Count on each), which is then renamed into place; the report
+//     gets its final content (status done). When every unit of the output
+//     failed, Run says so (ErrAllFailed).
 //
 // A systemic error (one that Work or Produce returned, a write that
-// failed, cancellation) cancels the workers and ends the run: the report
-// says interrupted, with the error. With a budget, no unit starts once
+// failed, cancellation, Job.StopAfterFailures units failing in a row:
+// ErrFailing) cancels the workers and ends the run: the report says
+// interrupted, with the error. With a budget, no unit starts once
 // it is spent; those in flight are finished and written, and the report
 // says budget-reached (ErrBudget).
 //
@@ -52,8 +57,10 @@
 // kill at any moment loses at most the units of the part being written,
 // and leaves at most temporary files, which the next invocation removes.
 // A resumed run skips the units its parts hold and goes on with new parts,
-// so that no unit is lost or written twice; a unit whose work failed (a
-// failure row) is not done again: its rows are its record. The output file
+// so that no unit is lost or written twice. A unit whose work failed (its
+// rows say so, Layout.Failure) is done again, unless Job.KeepFailed: its
+// new record goes to a new part, and replaces the failure in the output
+// (Header.Retried counts them). The output file
 // is written only when the parts hold every selected unit, so it is never
 // partial; resuming a finished run assembles it again from the parts. The
 // report is written when the run starts (stamped, so that it carries the

@@ -25,6 +25,8 @@ type row struct {
 	Unit string `parquet:"unit"`
 	Seq  int32  `parquet:"seq"`
 	Last bool   `parquet:"last"`
+	// Failed is the reason a failed unit's one row gives.
+	Failed string `parquet:"failed"`
 }
 
 type testConfig struct {
@@ -63,6 +65,9 @@ type testStage struct {
 	// work, when set, is called at the start of each unit's work; an
 	// error it returns is the unit's (systemic).
 	work func(ctx context.Context, id string) error
+	// fail, when set, says why a unit fails ("" when it does not): its
+	// rows are then one failure row.
+	fail func(id string) string
 	// usage is reported as this invocation's model usage.
 	usage []llm.Stats
 
@@ -97,6 +102,7 @@ func (s *testStage) layout() Layout[string, row, *testReport] {
 		File: "out.parquet", ReportFile: testReportFile, Kind: testKind, Unit: "units",
 		Key:      func(r *row) string { return r.Unit },
 		Describe: func(id string) string { return "unit " + id },
+		Failure:  func(rows []row) string { return rows[len(rows)-1].Failed },
 		Count: func(rows []row) error {
 			for i, r := range rows {
 				if int(r.Seq) != i || r.Last != (i == len(rows)-1) {
@@ -156,6 +162,11 @@ func (s *testStage) job(out string, resume bool) Job[string, string, row, *testR
 					return nil, err
 				}
 			}
+			if s.fail != nil {
+				if reason := s.fail(id); reason != "" {
+					return []row{{Unit: id, Last: true, Failed: reason}}, nil
+				}
+			}
 			return rowsOf(id), nil
 		},
 		Workers: 4, CheckpointUnits: 5, CheckpointInterval: time.Hour,
@@ -210,6 +221,23 @@ func checkOutput(t *testing.T, dir string, want []string) []string {
 		t.Fatalf("output holds %v, want %v", got, w)
 	}
 	return order
+}
+
+// failedIn reads the output in dir and returns the reasons of its failed
+// units, by unit.
+func failedIn(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	rows, err := data.ReadParquet[row](filepath.Join(dir, "out.parquet"))
+	if err != nil {
+		t.Fatalf("read output: %v", err)
+	}
+	failed := map[string]string{}
+	for _, r := range rows {
+		if r.Failed != "" {
+			failed[r.Unit] = r.Failed
+		}
+	}
+	return failed
 }
 
 func partsOf(t *testing.T, dir string) []data.Part {

@@ -27,6 +27,12 @@ type Layout[K comparable, R any, P Report] struct {
 	Key func(*R) K
 	// Describe names a unit in messages ("question q1").
 	Describe func(K) string
+	// Failure, when set, says why a unit's work failed, from its rows
+	// ("" when it did not). A resumed run does a failed unit again
+	// (unless Job.KeepFailed), a run stops once Job.StopAfterFailures
+	// units in a row have failed (ErrFailing), and a run whose every unit
+	// failed ends with ErrAllFailed once its output is written.
+	Failure func(rows []R) string
 	// Count, when set, is called with the rows of every unit of the
 	// output, in order, as the output is assembled or merged: the stage
 	// tallies them there for its report, and an error it returns (a unit
@@ -41,6 +47,13 @@ type Layout[K comparable, R any, P Report] struct {
 	Same func(a, b P, shard bool) error
 }
 
+func (l Layout[K, R, P]) failure(rows []R) string {
+	if l.Failure == nil {
+		return ""
+	}
+	return l.Failure(rows)
+}
+
 // Job is one invocation of a stage, for Run: the layout, the work and the
 // stage's hooks. U is what a unit's work starts from (a question, a
 // state to label).
@@ -51,9 +64,17 @@ type Job[K comparable, U, R any, P Report] struct {
 	// Report is this invocation's report. Run fills in its Header and
 	// calls Stamp before each time it writes it.
 	Report P
-	// Out is the output directory; Resume continues the run in it.
-	Out    string
-	Resume bool
+	// Out is the output directory; Resume continues the run in it, doing
+	// again the units whose last record is a failure unless KeepFailed.
+	Out        string
+	Resume     bool
+	KeepFailed bool
+	// StopAfterFailures is how many units in a row may fail before the
+	// run stops (ErrFailing): a server that cannot be reached, or that
+	// fails every request, ends the run early instead of failing every
+	// unit one by one. Zero means DefaultStopAfterFailures or twice
+	// Workers, whichever is larger; negative never stops.
+	StopAfterFailures int
 	// Input names the input in messages (a path, "questions").
 	Input string
 	// Units yields the units the run selects, in input order: the stage's
@@ -108,14 +129,20 @@ type Job[K comparable, U, R any, P Report] struct {
 	LogAttrs []any
 }
 
+// DefaultStopAfterFailures is the least number of failed units in a row
+// that stops a run (Job.StopAfterFailures).
+const DefaultStopAfterFailures = 20
+
 // Progress is where a run stands.
 type Progress struct {
 	// Selected counts the units of the run, AlreadyDone those of them that
-	// earlier invocations wrote, Total those this invocation does.
-	Selected, AlreadyDone, Total int
-	// Done counts the units this invocation wrote so far, Rows their rows.
-	Done int
-	Rows int64
+	// earlier invocations wrote, Total those this invocation does, and
+	// Retry those of Total that earlier invocations recorded as failed.
+	Selected, AlreadyDone, Total, Retry int
+	// Done counts the units this invocation wrote so far, Rows their rows;
+	// Failed those of Done that failed, Retried those that were a retry.
+	Done, Failed, Retried int
+	Rows                  int64
 	// Parts counts the parts committed, by earlier invocations too; a unit
 	// is safe from a kill once its part is committed.
 	Parts int

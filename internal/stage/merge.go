@@ -2,13 +2,12 @@ package stage
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -79,29 +78,30 @@ func Merge[K comparable, R any, P Report](ctx context.Context, out string, input
 		reps[i] = rep
 	}
 
-	entries, err := os.ReadDir(out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	od, err := outdir.Claim(ctx, out, outdir.New)
+	if err != nil {
 		return zero, fmt.Errorf("merge: %w", err)
 	}
-	if len(entries) > 0 {
-		return zero, fmt.Errorf("merge: %s: %w", out, ErrOutExists)
-	}
-	created := errors.Is(err, os.ErrNotExist)
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	rep, err := mergeInto(ctx, out, inputs, reps, j, start)
+	if err != nil {
+		od.Abandon()
 		return zero, fmt.Errorf("merge: %w", err)
 	}
+	return rep, od.Close()
+}
+
+// mergeInto writes the merge's output file and its report in out.
+func mergeInto[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P], start time.Time) (P, error) {
+	var zero P
 	h, err := merge(ctx, out, inputs, reps, j)
 	if err != nil {
-		if created {
-			os.Remove(out) // only if still empty
-		}
-		return zero, fmt.Errorf("merge: %w", err)
+		return zero, err
 	}
 	rep := j.Combine(reps)
 	h.StartedAt, h.FinishedAt = start.UTC(), time.Now().UTC()
 	*rep.header() = h
 	if err := WriteReport(out, j.ReportFile, rep); err != nil {
-		return zero, fmt.Errorf("merge: %w", err)
+		return zero, err
 	}
 	return rep, nil
 }
@@ -109,7 +109,7 @@ func Merge[K comparable, R any, P Report](ctx context.Context, out string, input
 // merge streams the inputs' rows into the output file and returns the
 // header of the merged report.
 func merge[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P]) (Header, error) {
-	w, err := data.CreateParquet[R](filepath.Join(out, j.File), j.Kind)
+	w, err := createOutput[R](filepath.Join(out, j.File), j.Kind)
 	if err != nil {
 		return Header{}, err
 	}

@@ -13,26 +13,39 @@ import (
 // that the committed parts already hold.
 type Plan[K comparable, U any] struct {
 	// Selected counts the units the run selects, AlreadyDone those the
-	// parts hold, Todo the others.
-	Selected, AlreadyDone, Todo int
+	// parts hold (a failure counts only when the job keeps failures), Todo
+	// the others; Retry counts those of Todo whose last record in the
+	// parts is a failure, done again.
+	Selected, AlreadyDone, Todo, Retry int
 	// Parts counts the committed parts, Next is the number of the next.
 	Parts, Next int
 
-	done  map[K]int // the part of each unit done
+	// last is each unit's last record in the parts; keep says failures
+	// are kept (done), not retried.
+	last  map[K]unitRecord
+	keep  bool
 	units func(ctx context.Context, count bool) iter.Seq2[U, error]
 	key   func(U) K
 	unit  string
 	input string
 }
 
+// unitRecord is where a unit's last record is: the number of its part,
+// and whether it is a failure.
+type unitRecord struct {
+	part   int
+	failed bool
+}
+
 // Select reads the keys of the units that the parts in the directory
 // parts hold (none when parts is ""), then ranges over the job's units
-// once, with count set, to count the selected ones and those done. Parts
-// holding a unit twice, or units the run does not select (another input,
+// once, with count set, to count the selected ones, those done and those
+// whose last record failed. A unit recorded twice in the parts, but for
+// failures done again, or units the run does not select (another input,
 // another limit), are errors. It writes nothing, so that a preflight can
 // use it as Run does.
 func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R, P], parts string) (*Plan[K, U], error) {
-	p := &Plan[K, U]{done: make(map[K]int), units: j.Units, key: j.UnitKey, unit: j.Unit, input: j.Input}
+	p := &Plan[K, U]{last: make(map[K]unitRecord), keep: j.KeepFailed, units: j.Units, key: j.UnitKey, unit: j.Unit, input: j.Input}
 	if parts != "" {
 		if err := readParts(ctx, p, j.Layout, parts); err != nil {
 			return nil, fmt.Errorf("read checkpoint: %w", err)
@@ -43,32 +56,49 @@ func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R
 			return nil, err
 		}
 		p.Selected++
-		if _, ok := p.done[j.UnitKey(u)]; ok {
+		switch rec, ok := p.last[j.UnitKey(u)]; {
+		case !ok:
+		case rec.failed && !p.keep:
+			p.Retry++
+		default:
 			p.AlreadyDone++
 		}
 	}
-	if extra := len(p.done) - p.AlreadyDone; extra > 0 {
+	if extra := len(p.last) - p.AlreadyDone - p.Retry; extra > 0 {
 		return nil, fmt.Errorf("resume %s: its parts hold %d %s that this run does not select (different input?): %w", j.Out, extra, j.Unit, ErrMismatch)
 	}
 	p.Todo = p.Selected - p.AlreadyDone
 	return p, nil
 }
 
-// readParts reads the keys of the units of the committed parts in dir.
+// done says whether the parts hold unit k, done (a failure only when the
+// job keeps failures).
+func (p *Plan[K, U]) done(k K) bool {
+	rec, ok := p.last[k]
+	return ok && (!rec.failed || p.keep)
+}
+
+// readParts reads the keys of the units of the committed parts in dir,
+// and which of them failed. A unit may be in more than one part only when
+// all its records but the last are failures: the failure of an earlier
+// invocation, done again by a later one.
 func readParts[K comparable, U, R any, P Report](ctx context.Context, p *Plan[K, U], l Layout[K, R, P], dir string) error {
 	parts, err := data.ListParts(dir)
 	if err != nil {
 		return err
 	}
-	seen := newSeen(l.Describe)
 	for _, part := range parts {
-		src := seen.source(filepath.Join(PartsDir, filepath.Base(part.Path)))
-		err := eachUnit(ctx, part.Path, l.Kind, l.Key, func(k K, _ []R) error { return seen.add(k, src) })
+		err := eachUnit(ctx, part.Path, l.Kind, l.Key, func(k K, rows []R) error {
+			if prev, ok := p.last[k]; ok && (prev.part == part.N || !prev.failed) {
+				return fmt.Errorf("%s appears twice (in %s and %s)", l.Describe(k), partPath(prev.part), partPath(part.N))
+			}
+			p.last[k] = unitRecord{part: part.N, failed: l.failure(rows) != ""}
+			return nil
+		})
 		if err != nil {
 			return err
 		}
 	}
-	p.done = seen.where
 	p.Parts = len(parts)
 	if len(parts) > 0 {
 		p.Next = parts[len(parts)-1].N + 1
@@ -91,7 +121,7 @@ func (p *Plan[K, U]) Left(ctx context.Context) iter.Seq2[U, error] {
 				yield(zero, err)
 				return
 			}
-			if _, ok := p.done[p.key(u)]; ok {
+			if p.done(p.key(u)) {
 				continue
 			}
 			left--
@@ -105,6 +135,9 @@ func (p *Plan[K, U]) Left(ctx context.Context) iter.Seq2[U, error] {
 		}
 	}
 }
+
+// partPath names part n in messages, relative to the output directory.
+func partPath(n int) string { return filepath.Join(PartsDir, data.PartName(n)) }
 
 // eachUnit calls fn with the key and the rows of each unit of a parquet
 // file, in order: the runs of rows that share a key. fn must not keep the
@@ -161,3 +194,40 @@ func (s *seen[K]) add(k K, src int) error {
 	s.where[k] = src
 	return nil
 }
+
+// outputRowGroup bounds the rows of a row group of an output file: a
+// writer holds a row group in memory until it writes it out, and the rows
+// of a stage (states, labels) carry their whole evidence context, so that
+// memory stays flat however many units the output holds.
+const outputRowGroup = 2048
+
+// output writes the rows of an output file, a row group every
+// outputRowGroup rows or so (whole units only).
+type output[R any] struct {
+	w    *data.ParquetWriter[R]
+	rows int
+}
+
+func createOutput[R any](path string, kind data.Kind) (*output[R], error) {
+	w, err := data.CreateParquet[R](path, kind)
+	if err != nil {
+		return nil, err
+	}
+	return &output[R]{w: w}, nil
+}
+
+// Write adds one unit's rows.
+func (o *output[R]) Write(unit []R) error {
+	if err := o.w.Write(unit); err != nil {
+		return err
+	}
+	if o.rows += len(unit); o.rows >= outputRowGroup {
+		o.rows = 0
+		return o.w.Flush()
+	}
+	return nil
+}
+
+func (o *output[R]) Close() error { return o.w.Close() }
+
+func (o *output[R]) Abort() { o.w.Abort() }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -35,7 +36,11 @@ var (
 	ErrOptions = errors.New("bad run options")
 	// ErrOutExists is returned when the output directory is not empty and
 	// the run is not resumed, or a merge's output directory is not empty.
-	ErrOutExists = errors.New("output directory is not empty")
+	ErrOutExists = outdir.ErrNotEmpty
+	// ErrBusy is returned when another writer, in this process or
+	// another, holds the output directory (an *outdir.BusyError, naming
+	// it).
+	ErrBusy = outdir.ErrBusy
 	// ErrNotRun is returned when a resumed run finds a directory that holds
 	// no report of the stage.
 	ErrNotRun = errors.New("not the output directory of a run")
@@ -47,6 +52,15 @@ var (
 	// spent; what was done is checkpointed, and resuming with a larger
 	// budget goes on.
 	ErrBudget = errors.New("budget reached")
+	// ErrFailing is returned when a run stopped because too many units
+	// in a row failed (Job.StopAfterFailures): the cause is likely to fail
+	// every unit (a server that cannot be reached, or that fails every
+	// request). What was done is checkpointed; resuming once the cause is
+	// fixed goes on, and does the failed units again.
+	ErrFailing = errors.New("stopped: too many failures in a row")
+	// ErrAllFailed is returned by a run that wrote its output, complete,
+	// but every unit in it failed.
+	ErrAllFailed = errors.New("all failed")
 )
 
 // Header is the part of a report that every stage shares: what the engine
@@ -68,6 +82,9 @@ type Header struct {
 	// Resumes counts the earlier invocations this one continued (of every
 	// input, for a merge).
 	Resumes int `json:"resumes"`
+	// Retried counts the units done again, over every invocation, because
+	// their record of an earlier one was a failure.
+	Retried int `json:"retried,omitempty"`
 	// BudgetReached is set when this invocation stopped on its budget.
 	BudgetReached bool `json:"budget_reached,omitempty"`
 	// Usage is the model usage of every invocation of the run (as far as

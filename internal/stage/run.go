@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -47,29 +48,34 @@ type run[K comparable, U, R any, P Report] struct {
 	log   *slog.Logger
 	parts string
 	start time.Time
-	// fresh is set when the output directory was empty or absent, and
-	// created when Run created it.
-	fresh, created bool
-	plan           *Plan[K, U]
-	pw             *data.PartWriter[R]
-	prog           Progress
-	// prevUsage is the usage that earlier invocations recorded.
-	prevUsage []llm.Stats
+	// dir is the output directory, held while the run runs.
+	dir  *outdir.Dir
+	plan *Plan[K, U]
+	pw   *data.PartWriter[R]
+	prog Progress
+	// written is the part of each unit this invocation did again (a
+	// failure of an earlier one: the only units recorded twice); streak
+	// counts the failed units written in a row, the last one's failure
+	// and key in lastFailure and lastFailed.
+	written     map[K]int
+	streak      int
+	lastFailure string
+	lastFailed  K
+	// prevUsage is the usage that earlier invocations recorded, and
+	// prevRetried the units they retried.
+	prevUsage   []llm.Stats
+	prevRetried int
 }
 
 func (r *run[K, U, R, P]) run(ctx context.Context) error {
 	r.start = time.Now()
 	r.h.Status, r.h.StartedAt = StatusRunning, r.start.UTC()
 	if err := r.begin(ctx); err != nil {
-		if r.fresh {
-			// Leave nothing behind that would need resuming.
-			os.Remove(r.parts)
-			if r.created {
-				os.Remove(r.j.Out)
-			}
-		}
+		// A fresh start leaves nothing behind that would need resuming.
+		r.dir.Abandon()
 		return err
 	}
+	defer r.dir.Close()
 	p := r.prog
 	r.log.Info(r.j.Name+" starting", append([]any{"out", r.j.Out, "selected", p.Selected, "already_done", p.AlreadyDone,
 		"to_do", p.Total, "workers", r.j.Workers}, r.j.LogAttrs...)...)
@@ -83,7 +89,7 @@ func (r *run[K, U, R, P]) run(ctx context.Context) error {
 // begin prepares the output directory, reads what earlier invocations
 // wrote, selects the units and writes the first report.
 func (r *run[K, U, R, P]) begin(ctx context.Context) error {
-	if err := r.prepare(); err != nil {
+	if err := r.prepare(ctx); err != nil {
 		return err
 	}
 	plan, err := Select(ctx, r.j, r.parts)
@@ -92,26 +98,32 @@ func (r *run[K, U, R, P]) begin(ctx context.Context) error {
 	}
 	r.plan = plan
 	r.pw = data.NewPartWriter[R](r.parts, r.j.Kind, plan.Next)
-	r.prog = Progress{Selected: plan.Selected, AlreadyDone: plan.AlreadyDone, Total: plan.Todo, Parts: plan.Parts}
+	r.written = make(map[K]int)
+	r.prog = Progress{Selected: plan.Selected, AlreadyDone: plan.AlreadyDone, Total: plan.Todo, Retry: plan.Retry, Parts: plan.Parts}
+	if plan.Retry > 0 {
+		r.log.Info("doing again what failed before", r.j.Unit, plan.Retry)
+	}
 	// Stamped, so that a kill before the first checkpoint keeps the usage
 	// of the earlier invocations.
 	r.stamp(false)
 	return r.writeReport()
 }
 
-// prepare checks the output directory, reads the report of the run it
-// continues, and removes the leftovers of interrupted writes.
-func (r *run[K, U, R, P]) prepare() error {
+// prepare claims the output directory (ErrBusy when another writer holds
+// it), reads the report of the run it continues, and removes the
+// leftovers of interrupted writes.
+func (r *run[K, U, R, P]) prepare(ctx context.Context) error {
 	out := r.j.Out
-	entries, err := os.ReadDir(out)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("output directory: %w", err)
+	mode := outdir.New
+	if r.j.Resume {
+		mode = outdir.Resume
 	}
-	r.fresh, r.created = len(entries) == 0, errors.Is(err, os.ErrNotExist)
-	if !r.fresh {
-		if !r.j.Resume {
-			return fmt.Errorf("%s: %w", out, ErrOutExists)
-		}
+	dir, err := outdir.Claim(ctx, out, mode)
+	if err != nil {
+		return err
+	}
+	r.dir = dir
+	if !dir.Fresh() {
 		prev, err := r.j.Read(out)
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s has no %s: %w", out, r.j.ReportFile, ErrNotRun)
@@ -124,6 +136,7 @@ func (r *run[K, U, R, P]) prepare() error {
 		}
 		r.h.Resumes = prev.header().Resumes + 1
 		r.prevUsage = prev.header().Usage
+		r.prevRetried = prev.header().Retried
 	}
 	removed, err := data.PrepareParts(out, r.parts)
 	for _, path := range removed {
@@ -231,17 +244,23 @@ func (r *run[K, U, R, P]) write(units <-chan []R) error {
 				return err
 			}
 			opening := !r.pw.Open()
-			if err := r.pw.Write(rows); err != nil {
+			if err := r.wrote(rows); err != nil {
 				return err
 			}
 			if opening {
 				timer = time.NewTimer(r.j.CheckpointInterval)
 				deadline = timer.C
 			}
-			r.prog.Done++
-			r.prog.Rows += int64(len(rows))
 			if r.j.Wrote != nil {
 				r.j.Wrote(rows)
+			}
+			if err := r.failing(); err != nil {
+				// What was done so far is kept, for a resumed run.
+				if cerr := commit(); cerr != nil {
+					return cerr
+				}
+				r.progress()
+				return err
 			}
 			if r.pw.Units() >= r.j.CheckpointUnits {
 				if err := commit(); err != nil {
@@ -257,6 +276,48 @@ func (r *run[K, U, R, P]) write(units <-chan []R) error {
 			r.progress()
 		}
 	}
+}
+
+// wrote adds a unit's rows to the current part and counts them.
+func (r *run[K, U, R, P]) wrote(rows []R) error {
+	k := r.j.Key(&rows[0])
+	_, retry := r.plan.last[k]
+	if _, dup := r.written[k]; dup {
+		return fmt.Errorf("%s was done twice", r.j.Describe(k))
+	}
+	if err := r.pw.Write(rows); err != nil {
+		return err
+	}
+	r.prog.Done++
+	r.prog.Rows += int64(len(rows))
+	if retry {
+		// Only these need a note of their part, which memory holds: every
+		// other unit has one record.
+		r.written[k] = r.pw.Next()
+		r.prog.Retried++
+	}
+	if reason := r.j.failure(rows); reason != "" {
+		r.prog.Failed++
+		r.streak++
+		r.lastFailure, r.lastFailed = reason, k
+	} else {
+		r.streak = 0
+	}
+	return nil
+}
+
+// failing returns ErrFailing once StopAfterFailures units in a row have
+// failed.
+func (r *run[K, U, R, P]) failing() error {
+	limit := r.j.StopAfterFailures
+	if limit == 0 {
+		limit = max(DefaultStopAfterFailures, 2*r.j.Workers)
+	}
+	if limit < 0 || r.streak < limit {
+		return nil
+	}
+	return fmt.Errorf("%w: the last %d %s failed, the last one (%s) with: %s", ErrFailing, r.streak, r.j.Unit,
+		r.j.Describe(r.lastFailed), r.lastFailure)
 }
 
 // commit commits the current part, if one is open, and rewrites the
@@ -286,6 +347,7 @@ func (r *run[K, U, R, P]) stamp(ended bool) {
 		r.h.FinishedAt = now.UTC()
 	}
 	r.h.WallSeconds = now.Sub(r.start).Seconds()
+	r.h.Retried = r.prevRetried + r.prog.Retried
 	// Cloned: AddStats adds into its first argument.
 	r.h.Usage = slices.Clone(r.prevUsage)
 	if r.j.Usage != nil {
@@ -323,8 +385,8 @@ func (r *run[K, U, R, P]) interrupted(err error) error {
 // finish assembles the output file, once the parts hold every selected
 // unit exactly once, and writes the final report.
 func (r *run[K, U, R, P]) finish(ctx context.Context) error {
-	r.plan.done = nil // the parts are read again, whole
-	if err := r.assemble(ctx); err != nil {
+	failed, err := r.assemble(ctx)
+	if err != nil {
 		return r.interrupted(fmt.Errorf("write %s: %w", r.j.File, err))
 	}
 	if r.j.Finish != nil {
@@ -332,41 +394,77 @@ func (r *run[K, U, R, P]) finish(ctx context.Context) error {
 	}
 	r.stamp(true)
 	r.h.Status = StatusDone
-	return r.writeReport()
+	if err := r.writeReport(); err != nil {
+		return err
+	}
+	if n := r.prog.Selected; n > 0 && failed.n == n {
+		return fmt.Errorf("%w: %d of %d %s, the first (%s) with: %s", ErrAllFailed, n, n, r.j.Unit, r.j.Describe(failed.first), failed.reason)
+	}
+	return nil
 }
 
-// assemble copies the rows of the parts, in order, into the output file,
-// and has the stage count them.
-func (r *run[K, U, R, P]) assemble(ctx context.Context) error {
+// failures are the failed units of an output: how many, and the first.
+type failures[K comparable] struct {
+	n      int
+	first  K
+	reason string
+}
+
+// assemble copies the last record of each unit in the parts, in the
+// parts' order, into the output file (the failures that a later part did
+// again are left out), and has the stage count them. It returns the
+// failed units of the output.
+func (r *run[K, U, R, P]) assemble(ctx context.Context) (failures[K], error) {
+	var failed failures[K]
 	parts, err := data.ListParts(r.parts)
 	if err != nil {
-		return err
+		return failed, err
 	}
-	w, err := data.CreateParquet[R](filepath.Join(r.j.Out, r.j.File), r.j.Kind)
+	w, err := createOutput[R](filepath.Join(r.j.Out, r.j.File), r.j.Kind)
 	if err != nil {
-		return err
+		return failed, err
 	}
 	defer w.Abort() // unless closed
-	seen := newSeen(r.j.Describe)
+	units := 0
 	for _, p := range parts {
-		src := seen.source(filepath.Join(PartsDir, filepath.Base(p.Path)))
 		err := eachUnit(ctx, p.Path, r.j.Kind, r.j.Key, func(k K, rows []R) error {
-			if err := seen.add(k, src); err != nil {
-				return err
+			if n, ok := r.lastPart(k); ok && n != p.N {
+				return nil // a failure done again in a later part
+			}
+			units++
+			if reason := r.j.failure(rows); reason != "" {
+				if failed.n == 0 {
+					failed.first, failed.reason = k, reason
+				}
+				failed.n++
 			}
 			if r.j.Count != nil {
 				if err := r.j.Count(rows); err != nil {
-					return fmt.Errorf("%s: %w", seen.sources[src], err)
+					return fmt.Errorf("%s: %w", partPath(p.N), err)
 				}
 			}
 			return w.Write(rows)
 		})
 		if err != nil {
-			return err
+			return failed, err
 		}
 	}
-	if n := len(seen.where); n != r.prog.Selected {
-		return fmt.Errorf("the parts hold %d %s, want %d", n, r.j.Unit, r.prog.Selected)
+	if units != r.prog.Selected {
+		return failed, fmt.Errorf("the parts hold %d %s, want %d", units, r.j.Unit, r.prog.Selected)
 	}
-	return w.Close()
+	return failed, w.Close()
+}
+
+// lastPart returns the number of the part that holds the last record of
+// unit k when the parts may hold more than one: one this invocation wrote
+// again, else one of the earlier ones. A unit that only this invocation
+// wrote has one record (ok false).
+func (r *run[K, U, R, P]) lastPart(k K) (n int, ok bool) {
+	if n, ok := r.written[k]; ok {
+		return n, true
+	}
+	if rec, ok := r.plan.last[k]; ok {
+		return rec.part, true
+	}
+	return 0, false
 }

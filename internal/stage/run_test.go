@@ -579,3 +579,171 @@ func TestSelectWritesNothing(t *testing.T) {
 		t.Errorf("Select changed the parts: %v, then %v", before, after)
 	}
 }
+
+// TestRunOneWriter: while a run works in its output directory, a second
+// run there, resumed or not, is refused at once (ErrBusy) and touches
+// nothing: the first run's part in progress survives, and it ends well.
+func TestRunOneWriter(t *testing.T) {
+	out := t.TempDir()
+	first := newTestStage(30)
+	inFlight, release := make(chan struct{}), make(chan struct{})
+	first.work = func(ctx context.Context, id string) error {
+		if id == "u010" {
+			close(inFlight)
+			<-release
+		}
+		return nil
+	}
+	j := first.job(out, false)
+	j.Workers = 1
+	j.CheckpointUnits = 4
+	done := make(chan error, 1)
+	go func() { done <- Run(t.Context(), j) }()
+	<-inFlight
+	for _, resume := range []bool{false, true} {
+		second := newTestStage(30)
+		err := Run(t.Context(), second.job(out, resume))
+		if !errors.Is(err, ErrBusy) || !strings.Contains(err.Error(), "in use by process") {
+			t.Errorf("resume %v: got %v, want ErrBusy naming the holder", resume, err)
+		}
+		if n := second.started.Load(); n != 0 {
+			t.Errorf("resume %v: the second run started %d units", resume, n)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("the first run: %v", err)
+	}
+	checkOutput(t, out, first.ids)
+}
+
+// TestRunRetriesFailures: a resumed run does again the units whose record
+// is a failure, and the output holds their new record only; with
+// KeepFailed it keeps them as they are.
+func TestRunRetriesFailures(t *testing.T) {
+	failing := map[string]bool{"u003": true, "u007": true, "u011": true}
+	for _, keep := range []bool{false, true} {
+		out := t.TempDir()
+		s := newTestStage(20)
+		s.fail = func(id string) string {
+			if failing[id] {
+				return "server down"
+			}
+			return ""
+		}
+		if err := Run(t.Context(), s.job(out, false)); err != nil {
+			t.Fatal(err)
+		}
+		if got := failedIn(t, out); len(got) != 3 || got["u007"] != "server down" {
+			t.Fatalf("first run: failed %v, want 3", got)
+		}
+
+		s2 := newTestStage(20) // the server is back
+		j := s2.job(out, true)
+		j.KeepFailed = keep
+		var last Progress
+		j.Stamp = func(p Progress) { last = p }
+		if err := Run(t.Context(), j); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := readTestReport(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keep {
+			if got := failedIn(t, out); len(got) != 3 || s2.started.Load() != 0 || last.AlreadyDone != 20 || rep.Retried != 0 {
+				t.Errorf("keep: failed %v, %d started, %d already done, retried %d; want the 3 failures kept, nothing run",
+					got, s2.started.Load(), last.AlreadyDone, rep.Retried)
+			}
+			continue
+		}
+		checkOutput(t, out, s.ids)
+		if s2.started.Load() != 3 || last.Retry != 3 || last.Retried != 3 || last.AlreadyDone != 17 || rep.Retried != 3 {
+			t.Errorf("retry: %d started, progress %+v, report retried %d; want the 3 failures done again", s2.started.Load(), last, rep.Retried)
+		}
+		// Resumed again: nothing left to do, the output is the same.
+		s3 := newTestStage(20)
+		if err := Run(t.Context(), s3.job(out, true)); err != nil || s3.started.Load() != 0 {
+			t.Fatalf("third run: %v, %d started", err, s3.started.Load())
+		}
+		checkOutput(t, out, s.ids)
+	}
+}
+
+// TestRunStopsOnFailures: units failing in a row stop the run early with
+// the last failure's reason; what was done is kept, and a resumed run
+// does the failures again. A run whose every unit failed, too few to
+// stop it, ends with ErrAllFailed once its output is written.
+func TestRunStopsOnFailures(t *testing.T) {
+	out := t.TempDir()
+	s := newTestStage(200)
+	s.fail = func(id string) string {
+		if id >= "u010" {
+			return `Post "http://127.0.0.1:9/v1/chat/completions": connection refused`
+		}
+		return ""
+	}
+	j := s.job(out, false)
+	j.Workers = 1
+	err := Run(t.Context(), j)
+	if !errors.Is(err, ErrFailing) || !strings.Contains(err.Error(), "the last 20 units failed") || !strings.Contains(err.Error(), "http://127.0.0.1:9/v1") {
+		t.Fatalf("Run: %v, want ErrFailing naming the failure", err)
+	}
+	if n := s.started.Load(); n > 10+20+2 {
+		t.Errorf("%d units started, want the run to stop after 20 failures in a row", n)
+	}
+	rep, _ := readTestReport(out)
+	if rep.Status != StatusInterrupted || len(partsOf(t, out)) == 0 {
+		t.Errorf("status %q, %d parts; want interrupted, with what was done kept", rep.Status, len(partsOf(t, out)))
+	}
+	if err := Run(t.Context(), newTestStage(200).job(out, true)); err != nil {
+		t.Fatalf("resumed once fixed: %v", err)
+	}
+	checkOutput(t, out, s.ids)
+
+	for _, limit := range []int{0, -1} {
+		out := t.TempDir()
+		s := newTestStage(5)
+		s.fail = func(string) string { return "bad key" }
+		j := s.job(out, false)
+		j.StopAfterFailures = limit
+		err := Run(t.Context(), j)
+		if !errors.Is(err, ErrAllFailed) || !strings.Contains(err.Error(), "all failed: 5 of 5 units, the first (unit u00") || !strings.HasSuffix(err.Error(), "with: bad key") {
+			t.Errorf("limit %d: Run: %v, want ErrAllFailed", limit, err)
+		}
+		if got := failedIn(t, out); len(got) != 5 {
+			t.Errorf("limit %d: output holds %d failures, want 5", limit, len(got))
+		}
+	}
+}
+
+// TestRunRefusesTwoRecords: a unit recorded twice in the parts is an
+// error unless every record but the last is a failure.
+func TestRunRefusesTwoRecords(t *testing.T) {
+	out := t.TempDir()
+	s := newTestStage(6)
+	s.fail = func(id string) string {
+		if id == "u002" {
+			return "down"
+		}
+		return ""
+	}
+	if err := Run(t.Context(), s.job(out, false)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Run(t.Context(), newTestStage(6).job(out, true)); err != nil {
+		t.Fatal(err)
+	}
+	parts := partsOf(t, out)
+	if len(parts) != 3 {
+		t.Fatalf("%d parts, want 3 (two of the first run, the retry)", len(parts))
+	}
+	// Another copy of the first part (five units, four of them or more
+	// successes) records successes twice.
+	b, _ := os.ReadFile(parts[0].Path)
+	os.WriteFile(filepath.Join(out, PartsDir, data.PartName(9)), b, 0o644)
+	err := Run(t.Context(), newTestStage(6).job(out, true))
+	if err == nil || !strings.Contains(err.Error(), "appears twice (in parts/part-0000") || !strings.Contains(err.Error(), "and parts/part-00009.parquet)") {
+		t.Errorf("Run: %v, want a unit that appears twice", err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/retrieve/internal/idtable"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
@@ -90,10 +91,13 @@ var ErrExists = errors.New("index directory already exists")
 
 // Build indexes every passage of src (title and text as one field) and
 // writes the index to dir. The index appears at dir only when it is complete:
-// it is built in a temporary directory beside dir and renamed into place.
+// it is built in a temporary directory inside dir, and its files are moved
+// into place at the end, meta.json last. dir must be empty or absent unless
+// opts.Overwrite is set, in which case an index there stays usable until
+// the new one replaces it; another writer in dir is an error
+// (outdir.ErrBusy), and a failed build of a new index leaves nothing.
 // Doc ids must be unique and non-empty.
 func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (BuildStats, error) {
-	start := time.Now()
 	if opts.K1 == 0 {
 		opts.K1 = DefaultK1
 	}
@@ -103,18 +107,34 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 	if opts.K1 < 0 || opts.B < 0 || opts.B > 1 || math.IsNaN(opts.K1) || math.IsNaN(opts.B) {
 		return BuildStats{}, fmt.Errorf("bm25 parameters k1=%g b=%g: want k1 >= 0 and 0 <= b <= 1", opts.K1, opts.B)
 	}
-	if _, err := os.Stat(dir); err == nil && !opts.Overwrite {
+	mode := outdir.New
+	if opts.Overwrite {
+		mode = outdir.Resume // the old index is replaced at the end
+	}
+	var st BuildStats
+	err := outdir.Write(ctx, dir, mode, func(od *outdir.Dir) error {
+		var err error
+		st, err = build(ctx, od, src, opts)
+		return err
+	})
+	if errors.Is(err, outdir.ErrNotEmpty) {
 		return BuildStats{}, fmt.Errorf("build index %s: %w (use overwrite to replace it)", dir, ErrExists)
 	}
-	parent := filepath.Dir(filepath.Clean(dir))
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return BuildStats{}, fmt.Errorf("build index: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return BuildStats{}, fmt.Errorf("build index: %w", err)
 	}
-	defer os.RemoveAll(tmp) // no-op once renamed
+	return st, nil
+}
+
+// build builds the index in the directory that Build holds.
+func build(ctx context.Context, od *outdir.Dir, src Source, opts BuildOptions) (BuildStats, error) {
+	start := time.Now()
+	dir := od.Path()
+	tmp, err := os.MkdirTemp(dir, ".build"+data.TmpMarker)
+	if err != nil {
+		return BuildStats{}, err
+	}
+	defer os.RemoveAll(tmp) // empty once moved into place
 
 	b, err := newBuilder(tmp)
 	if err != nil {
@@ -177,16 +197,45 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 	if err := metafile.Write(tmp, meta); err != nil {
 		return BuildStats{}, fmt.Errorf("build index: %w", err)
 	}
-	if opts.Overwrite {
-		if err := os.RemoveAll(dir); err != nil {
-			return BuildStats{}, fmt.Errorf("build index: replace %s: %w", dir, err)
-		}
-	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := moveInto(od, tmp); err != nil {
 		return BuildStats{}, fmt.Errorf("build index: %w", err)
 	}
 	st.Elapsed = time.Since(start)
 	return st, nil
+}
+
+// moveInto replaces what the held directory holds with the files of tmp,
+// a directory inside it: the old files are removed, then the new ones
+// moved in, meta.json last, so that the directory is an index again only
+// once all of them are there.
+func moveInto(od *outdir.Dir, tmp string) error {
+	dir := od.Path()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if name := e.Name(); name != outdir.LockFile && name != filepath.Base(tmp) {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("replace %s: %w", dir, err)
+			}
+		}
+	}
+	files, err := os.ReadDir(tmp)
+	if err != nil {
+		return err
+	}
+	for _, last := range []bool{false, true} {
+		for _, f := range files {
+			if (f.Name() == metafile.Name) != last {
+				continue
+			}
+			if err := os.Rename(filepath.Join(tmp, f.Name()), filepath.Join(dir, f.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // batch is a run of passages read ahead, or the error that ended reading.

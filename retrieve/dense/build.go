@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
@@ -220,7 +221,7 @@ func (o BuildOptions) resolve(emb llm.Embedder) (BuildOptions, Prefixes, error) 
 // same call again reads the corpus again, checks that it is the same, and
 // embeds only the chunks that are missing. The index is complete when
 // meta.json appears, written last. Doc ids must be unique and non-empty.
-func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts BuildOptions) (Stats, error) {
+func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts BuildOptions) (_ Stats, err error) {
 	start := time.Now()
 	opts, px, err := opts.resolve(emb)
 	if err != nil {
@@ -230,7 +231,21 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 		Format: stateFormat, Version: vectorsVersion, Model: opts.Model,
 		PassagePrefix: px.Passage, InputType: opts.InputType, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
 	}
-	if err := prepareDir(dir, state, opts.Overwrite); err != nil {
+	// Held to the end. On failure the chunks are kept, for a rerun to
+	// resume from; a fresh build that failed before its first chunk leaves
+	// nothing.
+	od, err := outdir.Claim(ctx, dir, outdir.Resume)
+	if err != nil {
+		return Stats{}, fmt.Errorf("build dense index: %w", err)
+	}
+	defer func() {
+		if chunks, _ := os.ReadDir(filepath.Join(dir, chunksDir)); err != nil && len(chunks) == 0 {
+			od.Abandon()
+		} else {
+			od.Close()
+		}
+	}()
+	if err := prepareDir(od, state, opts.Overwrite); err != nil {
 		return Stats{}, err
 	}
 	n, hashes, err := writeDocs(ctx, dir, src, px.Passage, opts.ChunkSize)
@@ -294,7 +309,8 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 
 // prepareDir makes dir ready for a build: a fresh one, or the interrupted
 // build found there when its settings match.
-func prepareDir(dir string, state buildState, overwrite bool) error {
+func prepareDir(od *outdir.Dir, state buildState, overwrite bool) error {
+	dir := od.Path()
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("build dense index: %w", err)
@@ -331,7 +347,7 @@ func prepareDir(dir string, state buildState, overwrite bool) error {
 			}
 			resume = true
 		case overwrite:
-			if err := os.RemoveAll(dir); err != nil {
+			if err := od.Empty(); err != nil {
 				return fmt.Errorf("build dense index: remove %s: %w", dir, err)
 			}
 		case err != nil:

@@ -20,18 +20,24 @@
 // to hand those not written yet to at most Workers goroutines, each
 // running rollout.Run on one question.
 //
-// A question whose loop failed with a *rollout.RoleError is written as one
-// failure row (rollout.FailedState: final, with the reason) and counted; it
-// is never silently missing, and it is not run again on resume: its failure
-// row is its record. Any other error (cancellation, a broken retriever,
-// refused credentials, an output that cannot be written) is systemic: it
-// cancels the workers and ends the run (Options.Resume goes on).
+// A question whose loop failed with a *rollout.RoleError is written as the
+// states it completed (real, and paid for) followed by one failure row
+// (rollout.FailedState: final, with the reason, numbered after them) and
+// counted; it is never silently missing. A resumed run runs it again
+// (unless Options.KeepFailed), and its new record replaces the failed one
+// in trajectories.parquet. Questions failing in a row stop the run
+// (ErrFailing: a model server that cannot be reached, or that fails every
+// request), and a run whose every question failed ends with ErrAllFailed.
+// Any other error (cancellation, a broken retriever, refused credentials,
+// an output that cannot be written) is systemic: it cancels the workers
+// and ends the run (Options.Resume goes on).
 //
 // A resumed run must be configured as the one it continues (loop, roles,
 // limit, shard: ErrMismatch); without Resume a non-empty output directory
 // is an error (ErrOutExists). trajectories.parquet is assembled from the
 // parts once they hold every selected question, checked on the way to
-// appear exactly once with a final row (or as one failure row); rows are
+// appear exactly once with a final row (a failure row for a failed one,
+// its last record only); rows are
 // in the order questions were written, not the input order. run.json
 // (Report) then gets its final content: configuration, versions, role
 // names, models and template hashes found in the rows, counts, rounds

@@ -41,8 +41,15 @@ type Options struct {
 	// Shard keeps the questions of one shard (the zero Shard keeps all).
 	Shard data.Shard
 	// Resume continues the run in Out: questions that its parts hold are
-	// skipped. Without Resume, Out must be empty or absent.
-	Resume bool
+	// skipped, but for the failed ones, which are run again unless
+	// KeepFailed. Without Resume, Out must be empty or absent.
+	Resume     bool
+	KeepFailed bool
+	// StopAfterFailures is how many questions in a row may fail before
+	// the run stops with ErrFailing (a model server that cannot be
+	// reached, or fails every request); zero means the default of
+	// stage.Job, negative never.
+	StopAfterFailures int
 	// CheckpointQuestions and CheckpointInterval bound the questions and
 	// the time between two checkpoints, the work a kill can lose
 	// (defaults 256 and 30s).
@@ -75,9 +82,11 @@ type Info struct {
 // Progress is the state of a run, as Options.Progress sees it.
 type Progress struct {
 	// Total is the number of questions this invocation runs; AlreadyDone
-	// those an earlier one wrote (skipped).
+	// those an earlier one wrote (skipped); Retry those of Total that an
+	// earlier one recorded as failed.
 	Total       int
 	AlreadyDone int
+	Retry       int
 	// Done and Failed count the questions written so far, States their rows.
 	Done, Failed int
 	States       int64
@@ -107,28 +116,39 @@ var (
 	// ErrMismatch is the cause of errors about runs that cannot be
 	// continued or merged because they were configured differently.
 	ErrMismatch = stage.ErrMismatch
+	// ErrFailing is returned when too many questions in a row failed
+	// (Options.StopAfterFailures), and ErrAllFailed when the output is
+	// complete but every question in it failed.
+	ErrFailing   = stage.ErrFailing
+	ErrAllFailed = stage.ErrAllFailed
 )
 
 // Run runs the loop over the questions with Workers goroutines and writes
 // every state to Out, as the package documentation describes.
 //
-// A question whose loop returned a *rollout.RoleError is written as a
-// failure row (rollout.FailedState) and counted; the run goes on. Any other
-// error is systemic: a cancelled context, a retriever that fails, refused
-// credentials, an output that cannot be written. It ends the run, and Run
-// returns it with the Summary so far; what was checkpointed stays in Out,
-// and Resume continues from there.
+// A question whose loop returned a *rollout.RoleError is written as the
+// states it completed followed by a failure row (rollout.FailedState) and
+// counted; the run goes on, unless StopAfterFailures questions in a row
+// failed (ErrFailing). Any other error is systemic: a cancelled context, a
+// retriever that fails, refused credentials, an output that cannot be
+// written. It ends the run, and Run returns it with the Summary so far;
+// what was checkpointed stays in Out, and Resume continues from there. A
+// run whose every question failed writes its output and returns
+// ErrAllFailed with the Summary.
 func Run(ctx context.Context, opts Options) (Summary, error) {
 	r, err := newRun(opts)
 	if err != nil {
 		return Summary{}, err
 	}
-	if err := stage.Run(ctx, r.job()); err != nil {
+	if err := stage.Run(ctx, r.job()); errors.Is(err, ErrAllFailed) {
+		return Summary{Report: r.report, Trajectories: filepath.Join(r.opts.Out, TrajectoriesFile)}, err
+	} else if err != nil {
 		return Summary{Report: r.report}, err
 	}
 	out := r.report.Counts.Output
 	r.log.Info("rollout done", "questions", out.Questions, "failed", out.Failed, "rows", out.Rows,
 		"seconds", r.report.WallSeconds, "questions_per_second", r.report.QuestionsPerSecond)
+	warnUnparsed(r.log, out)
 	return Summary{Report: r.report, Trajectories: filepath.Join(r.opts.Out, TrajectoriesFile)}, nil
 }
 
@@ -210,6 +230,7 @@ func layout(count func([]data.State) error) stage.Layout[string, data.State, *Re
 		File: TrajectoriesFile, ReportFile: ReportFile, Kind: data.KindTrajectories, Unit: "questions",
 		Key:      func(s *data.State) string { return s.QuestionID },
 		Describe: func(id string) string { return "question " + id },
+		Failure:  func(rows []data.State) string { return rows[len(rows)-1].Failure },
 		Count:    count,
 		Read: func(dir string) (*Report, error) {
 			rep, err := ReadReport(dir)
@@ -225,6 +246,7 @@ func (r *run) job() stage.Job[string, data.Question, data.State, *Report] {
 	return stage.Job[string, data.Question, data.State, *Report]{
 		Layout: layout(r.tally.question),
 		Name:   "rollout", Report: &r.report, Out: o.Out, Resume: o.Resume, Input: "questions",
+		KeepFailed: o.KeepFailed, StopAfterFailures: o.StopAfterFailures,
 		Units:   r.questions,
 		UnitKey: func(q data.Question) string { return q.ID },
 		Work:    r.work,
@@ -286,7 +308,11 @@ func (r *run) work(ctx context.Context, q data.Question) ([]data.State, error) {
 		// Refused credentials fail every question: systemic.
 		return nil, fmt.Errorf("question %s: %w", q.ID, err)
 	case errors.As(err, &roleErr):
-		return []data.State{rollout.FailedState(q, err)}, nil
+		// The states completed before the failure were real, and paid
+		// for: they are kept, before the failure row that ends them.
+		fail := rollout.FailedState(q, err)
+		fail.Round = int32(len(tr.States))
+		return append(tr.States, fail), nil
 	case err != nil:
 		return nil, fmt.Errorf("question %s: %w", q.ID, err)
 	case len(tr.States) == 0 || !tr.States[len(tr.States)-1].IsFinal:
@@ -298,9 +324,9 @@ func (r *run) work(ctx context.Context, q data.Question) ([]data.State, error) {
 // wrote counts a question the engine wrote; a failed one is its one
 // failure row.
 func (r *run) wrote(rows []data.State) {
-	if f := rows[0].Failure; f != "" {
+	if f := rows[len(rows)-1].Failure; f != "" {
 		r.failed++
-		r.log.Warn("question failed", "question", rows[0].QuestionID, "reason", f)
+		r.log.Warn("question failed", "question", rows[0].QuestionID, "reason", f, "states_kept", len(rows)-1)
 		return
 	}
 	r.states += int64(len(rows))
@@ -326,7 +352,22 @@ func (r *run) finish() {
 
 func (r *run) progress(p stage.Progress) {
 	if r.opts.Progress != nil {
-		r.opts.Progress(Progress{Total: p.Total, AlreadyDone: p.AlreadyDone, Done: p.Done - r.failed, Failed: r.failed,
+		r.opts.Progress(Progress{Total: p.Total, AlreadyDone: p.AlreadyDone, Retry: p.Retry, Done: p.Done - r.failed, Failed: r.failed,
 			States: r.states, Parts: p.Parts})
+	}
+}
+
+// warnUnparsed warns when no output of the judge, or of the reader, could
+// be parsed: the questions did not fail, yet the model does not answer in
+// the form asked (a wrong model, template or server), and every verdict
+// or answer is the fallback.
+func warnUnparsed(log *slog.Logger, o OutputCounts) {
+	judged := o.Rows - int64(o.Failed) // every other row is a judge call
+	if judged > 0 && o.JudgeParseFailures == judged {
+		log.Warn("no judge output could be parsed: every verdict is the fallback (insufficient, no gaps); check the judge's model and server",
+			"judge_calls", judged)
+	}
+	if o.Done > 0 && o.ReaderParseFailures == int64(o.Done) {
+		log.Warn("no reader output could be parsed: check the reader's model and server", "reader_calls", o.Done)
 	}
 }

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -248,13 +250,13 @@ func (f judgeFunc) Judge(context.Context, string, data.Context) (judge.Result, e
 // context cancelled after some judge calls, as Ctrl-C or a systemic error
 // would) and resumes them: every question must be written exactly once.
 func TestRunResumeAfterInterruption(t *testing.T) {
-	qs := makeQuestions(60, func(i int) int {
+	qs := makeQuestions(30, func(i int) int {
 		if i%17 == 3 {
 			return 0
 		}
 		return -1
 	})
-	for _, stopAfter := range []int64{1, 9, 40, 120} {
+	for _, stopAfter := range []int64{1, 9, 40, 90} {
 		for _, workers := range []int{1, 6} {
 			out := t.TempDir()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -312,14 +314,14 @@ func mustParts(t *testing.T, out string) []data.Part {
 // moments: some parts committed (later ones never written), a temporary
 // part half written, run.json saying "running", no trajectories.parquet.
 func TestRunResumeAfterKill(t *testing.T) {
-	qs := makeQuestions(60, nil)
+	qs := makeQuestions(36, nil)
 	roles, _ := fakeRoles()
 	full := t.TempDir()
 	opts := Options{Questions: Slice(qs), Roles: roles, Out: full, Workers: 4, CheckpointQuestions: 6}
 	if _, err := Run(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
-	for _, keep := range []int{0, 1, 5, 10} {
+	for _, keep := range []int{0, 1, 3, 6} {
 		t.Run(fmt.Sprintf("%d parts kept", keep), func(t *testing.T) {
 			out := t.TempDir()
 			parts := mustParts(t, full)
@@ -474,7 +476,7 @@ func TestRunBadInputLeavesNothing(t *testing.T) {
 func TestQuestionsFile(t *testing.T) {
 	dir := t.TempDir()
 	qs := makeQuestions(300, nil)
-	if err := data.WriteDataset(dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}); err != nil {
+	if err := data.WriteDataset(t.Context(), dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	var got []data.Question
@@ -566,5 +568,110 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	}
 	if strings.Contains(string(b), "finished_at") {
 		t.Errorf("zero finished_at written: %s", b)
+	}
+}
+
+// TestRunFailedQuestions: a question that fails keeps the states it
+// completed, before its failure row; resumed, the run does the failed
+// questions again (unless KeepFailed), and the output holds their new
+// trajectories only.
+func TestRunFailedQuestions(t *testing.T) {
+	qs := makeQuestions(24, func(i int) int {
+		if i%5 == 2 {
+			return 2 // after two states
+		}
+		return -1
+	})
+	failed := map[string]bool{}
+	for i, q := range qs {
+		if i%5 == 2 && i%4+1 >= 2 { // needs two retrievals or more: reaches round 2
+			failed[q.ID] = true
+		}
+	}
+	for _, keep := range []bool{false, true} {
+		out := t.TempDir()
+		roles, _ := fakeRoles()
+		opts := Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: 3, CheckpointQuestions: 5}
+		if _, err := Run(t.Context(), opts); err != nil {
+			t.Fatal(err)
+		}
+		by := checkOutput(t, out, ids(qs))
+		for id := range failed {
+			rows := by[id]
+			if len(rows) != 3 || rows[2].Failure == "" || rows[0].JudgeOutput == "" || rows[1].Context == "" {
+				t.Fatalf("failed question %s: %d rows %+v; want its 2 states, then the failure", id, len(rows), rows)
+			}
+		}
+
+		roles, j := fakeRoles()
+		j.healed = true
+		opts.Roles, opts.Resume, opts.KeepFailed = roles, true, keep
+		sum, err := Run(t.Context(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by = checkOutput(t, out, ids(qs))
+		stillFailed := 0
+		for id := range failed {
+			if by[id][len(by[id])-1].Failure != "" {
+				stillFailed++
+			}
+		}
+		want, wantRetried := 0, len(failed)
+		if keep {
+			want, wantRetried = len(failed), 0
+		}
+		if stillFailed != want || sum.Retried != wantRetried || sum.Counts.Output.Failed != want {
+			t.Errorf("keep %v: %d still failed, retried %d, output failed %d; want %d, %d, %d",
+				keep, stillFailed, sum.Retried, sum.Counts.Output.Failed, want, wantRetried, want)
+		}
+	}
+}
+
+// TestRunAllFailed: a run whose every question failed writes its output
+// and says so with ErrAllFailed; one whose questions fail in a row stops.
+func TestRunAllFailed(t *testing.T) {
+	for _, n := range []int{4, 60} {
+		qs := makeQuestions(n, func(int) int { return 0 })
+		roles, _ := fakeRoles()
+		out := t.TempDir()
+		sum, err := Run(t.Context(), Options{Questions: Slice(qs), Roles: roles, Out: out, Workers: 2})
+		want := ErrAllFailed
+		if n > 20 {
+			want = ErrFailing
+		}
+		if !errors.Is(err, want) || !strings.Contains(err.Error(), "model unreachable") {
+			t.Errorf("%d questions: Run: %v, want %v with the reason", n, err, want)
+		}
+		if n <= 20 && sum.Trajectories == "" {
+			t.Errorf("%d questions: no trajectories with ErrAllFailed", n)
+		}
+	}
+}
+
+// garbageJudge answers what cannot be parsed, every time.
+type garbageJudge struct{}
+
+func (garbageJudge) Judge(context.Context, string, data.Context) (judge.Result, error) {
+	return judge.Result{Call: data.Call{Raw: "I think so", ParseError: "not JSON", Model: fakeJudgeModel}}, nil
+}
+
+// TestRunWarnsUnparsed: a judge whose every output fails to parse fails
+// no question, but the run says so.
+func TestRunWarnsUnparsed(t *testing.T) {
+	for _, garbage := range []bool{false, true} {
+		roles, _ := fakeRoles()
+		if garbage {
+			roles.Judge = garbageJudge{}
+		}
+		var logs bytes.Buffer
+		_, err := Run(t.Context(), Options{Questions: Slice(makeQuestions(6, nil)), Roles: roles, Out: t.TempDir(),
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(logs.String(), "no judge output could be parsed"); got != garbage {
+			t.Errorf("garbage %v: warned %v", garbage, got)
+		}
 	}
 }
