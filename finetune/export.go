@@ -79,8 +79,9 @@ type SplitSummary struct {
 	TokensP90 int `json:"tokens_p90"`
 	TokensP99 int `json:"tokens_p99"`
 	TokensMax int `json:"tokens_max"`
-	// OverMaxLength counts the examples longer than MaxLength: the trainer
-	// will cut them.
+	// OverMaxLength counts the examples longer than MaxLength (as
+	// estimated here): the TRL trainer leaves out those its tokenizer finds
+	// longer, other trainers may cut them.
 	OverMaxLength int `json:"over_max_length"`
 }
 
@@ -182,10 +183,10 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		rel := func(name string) string { return filepath.Join(DataDir, name) }
 		if split.name == "train" {
 			sum.Files.TrainOpenAI, sum.Files.TrainShareGPT, sum.Files.TrainParquet = rel(jsonl), rel(sharegpt), rel(pq)
-			sum.Files.TrainExamples = len(exs)
+			sum.Files.TrainExamples, sum.Files.TrainQuestions = len(exs), questionIDs(exs)
 		} else {
 			sum.Files.ValOpenAI, sum.Files.ValShareGPT, sum.Files.ValParquet = rel(jsonl), rel(sharegpt), rel(pq)
-			sum.Files.ValExamples = len(exs)
+			sum.Files.ValExamples, sum.Files.ValQuestions = len(exs), questionIDs(exs)
 		}
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
@@ -201,6 +202,16 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		return sum, err
 	}
 	return sum, data.WriteFileAtomic(filepath.Join(dir, ExportFile), append(b, '\n'))
+}
+
+// questionIDs returns the ids of the examples' questions, sorted, each once.
+func questionIDs(exs []Example) []string {
+	ids := make([]string, len(exs))
+	for i, e := range exs {
+		ids[i] = e.QuestionID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // readExamples reads the examples of a filtered labels file, checking that

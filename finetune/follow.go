@@ -28,6 +28,10 @@ type Files struct {
 	DataHash      string `json:"data_hash"`
 	TrainExamples int    `json:"train_examples"`
 	ValExamples   int    `json:"val_examples"`
+	// TrainQuestions and ValQuestions are the ids of the questions of the
+	// examples, sorted, each once.
+	TrainQuestions []string `json:"train_questions,omitempty"`
+	ValQuestions   []string `json:"val_questions,omitempty"`
 }
 
 // The dataset names dataset_info.json gives the training and validation

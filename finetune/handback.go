@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -39,6 +40,11 @@ func NewHandback(job Job, st State) (judge.Handback, error) {
 		}
 		h.Hyperparameters = hp
 	}
+	h.ChatTemplate = st.Result.ChatTemplate
+	h.TrainingData = trainingData(job)
+	if job.BaseGGUF != "" && h.AdapterDir != "" {
+		h.LlamaCpp = llamaCpp(job, h.AdapterDir)
+	}
 	switch {
 	case h.ModelFile != "":
 		h.Use = "distill rollout --judge builtin:" + quote(h.ModelFile)
@@ -51,6 +57,63 @@ func NewHandback(job Job, st State) (judge.Handback, error) {
 		return judge.Handback{}, errors.New("the job's result names no model")
 	}
 	return h, nil
+}
+
+// AdapterGGUF is where llama.cpp's converter writes a job's adapter as
+// GGUF, in the job's directory.
+const AdapterGGUF = "adapter.gguf"
+
+// llamaCpp returns how llama.cpp serves the job's adapter (at adapterDir,
+// absolute): convert it with llama.cpp's convert_lora_to_gguf.py (which
+// reads the base model's config from its directory, or by its Hugging Face
+// id), then load it over the base model's GGUF file in llama-cpp-python's
+// OpenAI-compatible server.
+func llamaCpp(job Job, adapterDir string) *judge.LlamaCpp {
+	out := filepath.Join(filepath.Dir(adapterDir), AdapterGGUF)
+	base := "--base-model-id " + quote(job.BaseModel)
+	if fi, err := os.Stat(job.BaseModel); err == nil && fi.IsDir() {
+		abs, err := filepath.Abs(job.BaseModel)
+		if err != nil {
+			abs = job.BaseModel
+		}
+		base = "--base " + quote(abs)
+	}
+	return &judge.LlamaCpp{
+		BaseGGUF:    job.BaseGGUF,
+		AdapterGGUF: AdapterGGUF,
+		Convert:     fmt.Sprintf("python3 convert_lora_to_gguf.py %s --outtype f32 --outfile %s %s", base, quote(out), quote(adapterDir)),
+		Serve: fmt.Sprintf("python3 -m llama_cpp.server --model %s --lora_path %s --model_alias %s --port 8000",
+			quote(job.BaseGGUF), quote(out), judge.AdapterName),
+	}
+}
+
+// trainingData returns what the job trained on: its label files, relative
+// to its directory (as they are when they cannot be made so), and their
+// questions.
+func trainingData(job Job) *judge.TrainingData {
+	if job.Labels.Train == "" {
+		return nil
+	}
+	rel := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return p
+		}
+		dir, err := filepath.Abs(job.Dir)
+		if err != nil {
+			return abs
+		}
+		r, err := filepath.Rel(dir, abs)
+		if err != nil {
+			return abs
+		}
+		return r
+	}
+	return &judge.TrainingData{Train: rel(job.Labels.Train), Val: rel(job.Labels.Val),
+		TrainQuestions: job.Files.TrainQuestions, ValQuestions: job.Files.ValQuestions}
 }
 
 // quote quotes s for a POSIX shell when it needs it.

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // ChatTemplateKey is the key of the chat template (Jinja) a GGUF file
@@ -225,4 +226,29 @@ func (rd *reader) skip(typ uint32, depth int) {
 			rd.err = fmt.Errorf("%w: unknown value type %d", ErrFormat, typ)
 		}
 	}
+}
+
+// Header returns a GGUF file (version 3) that holds the string metadata
+// given, in key order, and no tensors: a stand-in for a model file where
+// only its metadata matters (tests of what reads it).
+func Header(meta map[string]string) []byte {
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b := []byte("GGUF")
+	b = binary.LittleEndian.AppendUint32(b, 3)
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(keys)))
+	str := func(s string) {
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	for _, k := range keys {
+		str(k)
+		b = binary.LittleEndian.AppendUint32(b, typeString)
+		str(meta[k])
+	}
+	return b
 }

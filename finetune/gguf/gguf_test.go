@@ -162,3 +162,14 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestHeader(t *testing.T) {
+	meta := map[string]string{ChatTemplateKey: template, "general.architecture": "llama"}
+	got, err := Read(bytes.NewReader(Header(meta)), ChatTemplateKey, "general.architecture")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(meta, got); diff != "" {
+		t.Errorf("read back (-want +got):\n%s", diff)
+	}
+}

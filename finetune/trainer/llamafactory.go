@@ -40,6 +40,9 @@ func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
 		{"seed", h.Seed},
 		{"bf16", h.BF16},
 	}
+	if h.MaxSteps > 0 {
+		train = append(train, setting{"max_steps", h.MaxSteps})
+	}
 	if job.Files.ValShareGPT != "" {
 		dataset = append(dataset, setting{"eval_dataset", finetune.ValDataset})
 		train = append(train,
