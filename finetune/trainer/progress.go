@@ -62,7 +62,7 @@ func ParseProgress(line string) (Progress, bool) {
 	line = strings.TrimRight(line, "\r\n")
 	s := strings.TrimSpace(line)
 	for _, tag := range []string{progressTag, doneTag} {
-		if rest, ok := strings.CutPrefix(s, tag); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		if rest, ok := cutTag(s, tag); ok {
 			return parseTagged(strings.TrimSpace(rest), tag == doneTag)
 		}
 	}
@@ -104,6 +104,27 @@ func ParseProgress(line string) (Progress, bool) {
 	return Progress{}, false
 }
 
+// cutTag returns what follows tag in s when s holds it as a word: at the
+// start, or after a tqdm bar that was drawn without a newline (the bar's
+// "\r" comes first, and the line printed after it joins the bar's).
+func cutTag(s, tag string) (string, bool) {
+	i := strings.Index(s, tag)
+	if i < 0 {
+		return "", false
+	}
+	if i > 0 {
+		c := s[i-1]
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			return "", false
+		}
+	}
+	rest := s[i+len(tag):]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", false
+	}
+	return rest, true
+}
+
 // parseTagged reads the JSON object of a DISTILL_ line.
 func parseTagged(obj string, done bool) (Progress, bool) {
 	var fields map[string]any
@@ -143,6 +164,10 @@ func (p *Progress) add(key string, v float64) {
 		p.Loss = v
 	}
 }
+
+// progressOnly are the numbers of DISTILL_PROGRESS lines that say how far
+// training is, not how it went: they are not kept among a log's metrics.
+var progressOnly = map[string]bool{"elapsed_s": true, "eta_s": true}
 
 // Log is what a trainer's log says so far.
 type Log struct {
@@ -220,6 +245,9 @@ func scanLog(r io.Reader) (Log, error) {
 			l.Loss = p.Loss
 		}
 		for k, v := range p.Metrics {
+			if progressOnly[k] {
+				continue
+			}
 			if l.Metrics == nil {
 				l.Metrics = map[string]float64{}
 			}
