@@ -21,14 +21,7 @@ const stubTemplate = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}{% e
 // tokenizer, the data as the trainer sees it. It needs python3, and is
 // skipped without. (make e2e-train runs it against the real libraries.)
 func TestTrainSFTScript(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
-	stubs, err := filepath.Abs(filepath.Join("testdata", "pystub"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	python, stubs := stubbedPython(t)
 	// The stand-in tokenizer counts 2 tokens per message and one per word:
 	// short is 10 tokens, long 13.
 	short := `{"messages": [{"role": "system", "content": "judge"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "{\"sufficient\": true}"}]}` + "\n"
@@ -191,14 +184,7 @@ func TestTrainSFTScript(t *testing.T) {
 // TestTrainSFTScriptRefuses checks that train_sft.py stops, saying why,
 // when the tokenizer has no chat template or no example fits.
 func TestTrainSFTScriptRefuses(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("no python3")
-	}
-	stubs, err := filepath.Abs(filepath.Join("testdata", "pystub"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	python, stubs := stubbedPython(t)
 	example := `{"messages": [{"role": "system", "content": "judge"}, {"role": "user", "content": "q"}, {"role": "assistant", "content": "{}"}]}` + "\n"
 	for _, tc := range []struct {
 		name      string
@@ -228,6 +214,20 @@ func TestTrainSFTScriptRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stubbedPython returns python3 and the directory of the stand-in
+// modules; it skips the test without python3.
+func stubbedPython(t *testing.T) (python, stubs string) {
+	t.Helper()
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	if stubs, err = filepath.Abs(filepath.Join("testdata", "pystub")); err != nil {
+		t.Fatal(err)
+	}
+	return python, stubs
 }
 
 // runStubbed runs a plan's command in dir against the stand-in modules.
