@@ -70,18 +70,24 @@ const AdapterGGUF = "adapter.gguf"
 // OpenAI-compatible server.
 func llamaCpp(job Job, adapterDir string) *judge.LlamaCpp {
 	out := filepath.Join(filepath.Dir(adapterDir), AdapterGGUF)
-	base := "--base-model-id " + quote(job.BaseModel)
+	abs, err := filepath.Abs(job.BaseModel)
+	if err != nil {
+		abs = job.BaseModel
+	}
+	base, first := "--base-model-id "+quote(job.BaseModel), ""
 	if fi, err := os.Stat(job.BaseModel); err == nil && fi.IsDir() {
-		abs, err := filepath.Abs(job.BaseModel)
-		if err != nil {
-			abs = job.BaseModel
-		}
 		base = "--base " + quote(abs)
+	} else if err == nil && strings.HasSuffix(strings.ToLower(job.BaseModel), ".gguf") {
+		// The converter reads the architecture from a model directory:
+		// the GGUF file's, as the trainer dequantized it.
+		dir := strings.TrimSuffix(abs, filepath.Ext(abs)) + "-hf"
+		first = fmt.Sprintf("python3 train_sft.py --dequantize %s %s && ", quote(abs), quote(dir))
+		base = "--base " + quote(dir)
 	}
 	return &judge.LlamaCpp{
 		BaseGGUF:    job.BaseGGUF,
 		AdapterGGUF: AdapterGGUF,
-		Convert:     fmt.Sprintf("python3 convert_lora_to_gguf.py %s --outtype f32 --outfile %s %s", base, quote(out), quote(adapterDir)),
+		Convert:     fmt.Sprintf("%spython3 convert_lora_to_gguf.py %s --outtype f32 --outfile %s %s", first, base, quote(out), quote(adapterDir)),
 		Serve: fmt.Sprintf("python3 -m llama_cpp.server --model %s --lora_path %s --model_alias %s --port 8000",
 			quote(job.BaseGGUF), quote(out), judge.AdapterName),
 	}

@@ -61,4 +61,18 @@ func TestNewHandbackAdapter(t *testing.T) {
 	if want := "python3 convert_lora_to_gguf.py --base-model-id HuggingFaceTB/SmolLM2-135M-Instruct --outtype f32 --outfile " + out + " " + adapter; h.LlamaCpp.Convert != want {
 		t.Errorf("convert: got %q, want %q", h.LlamaCpp.Convert, want)
 	}
+
+	// A GGUF file trained on directly: the converter needs it as a model
+	// directory first.
+	job.BaseModel = filepath.Join(root, "smol.gguf")
+	if err := os.WriteFile(job.BaseModel, []byte("GGUF"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if h, err = NewHandback(job, st); err != nil {
+		t.Fatal(err)
+	}
+	hf := filepath.Join(root, "smol-hf")
+	if want := "python3 train_sft.py --dequantize " + job.BaseModel + " " + hf + " && python3 convert_lora_to_gguf.py --base " + hf + " --outtype f32 --outfile " + out + " " + adapter; h.LlamaCpp.Convert != want {
+		t.Errorf("convert: got %q, want %q", h.LlamaCpp.Convert, want)
+	}
 }
