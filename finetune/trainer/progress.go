@@ -43,8 +43,9 @@ const (
 var (
 	// A Hugging Face Trainer log dict, as Python prints it:
 	// {'loss': 1.2345, 'grad_norm': 0.87, 'learning_rate': 9.5e-05, 'epoch': 0.5}.
-	// Values may come wrapped (np.float64(0.87), tensor(0.87, device='cuda:0')).
-	dictRE = regexp.MustCompile(`'([A-Za-z_][A-Za-z0-9_/]*)':\s*(?:[A-Za-z_][A-Za-z0-9_.]*\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b`)
+	// Values may come wrapped (np.float64(0.87), tensor(0.87, device='cuda:0'))
+	// or, from transformers 5 on, as formatted strings ('0.87').
+	dictRE = regexp.MustCompile(`'([A-Za-z_][A-Za-z0-9_/]*)':\s*(?:[A-Za-z_][A-Za-z0-9_.]*\()?\s*'?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b`)
 	// tqdm's bar: "  4%|▍         | 12/300 [00:10<04:00,  1.20s/it]" or
 	// " 12/300 [00:10<...". No description: the bars of data preparation
 	// have one ("Map: 100%|...").
