@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test e2e-slow fakes models e2e e2e-models e2e-opensearch e2e-browser bench lint install clean
+.PHONY: all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser bench lint install clean
 
 all: build
 
@@ -44,11 +44,20 @@ models:
 # after make test). e2e-models runs the chain against SmolLM2 and E5 served
 # on loopback (see scripts/local-models) and writes the figures it measured
 # to bin/e2e-models.md; DISTILL_E2E_QUESTIONS=4 makes a quicker trial.
-e2e: e2e-models e2e-opensearch e2e-browser
+e2e: e2e-models e2e-train e2e-opensearch e2e-browser
 
 e2e-models: models
 	@mkdir -p bin
 	DISTILL_E2E_REPORT=$(CURDIR)/bin/e2e-models.md $(GO) test -tags e2e -run 'TestRealModels' -v -count=1 -timeout 90m ./cmd/distill
+
+# e2e-train is the real training path: it installs the trainer once (torch,
+# transformers, PEFT, TRL: about 3 GB into .cache/train; llama.cpp's LoRA
+# converter; SmolLM2 dequantized), then trains a LoRA judge on SmolLM2 for
+# two steps over the sample's labels, serves it with llama.cpp and runs the
+# loop with it (see scripts/local-models and cmd/distill/e2e_train_test.go).
+e2e-train: models
+	scripts/local-models install-train
+	$(GO) test -tags e2e -run 'TestRealTraining' -v -count=1 -timeout 30m ./cmd/distill
 
 # e2e-opensearch runs distill against a real OpenSearch 2.19 node on
 # loopback (scripts/opensearch): it builds the node from Maven Central once

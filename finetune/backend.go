@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 )
 
 // Backend runs fine-tuning jobs somewhere: a provider's API, a trainer
@@ -63,6 +64,11 @@ type Job struct {
 	Labels Labels `json:"labels"`
 	// Hyper are the training hyper-parameters.
 	Hyper Hyperparameters `json:"hyperparameters"`
+	// BaseGGUF, for a LoRA trainer, is the GGUF file of the base model
+	// that llama.cpp will serve the adapter on: the hand-back compares the
+	// chat template it applies with the one the adapter was trained with,
+	// and says how to serve the adapter with llama.cpp.
+	BaseGGUF string `json:"base_gguf,omitempty"`
 	// Extra holds provider parameters passed through as they are (for
 	// example LoRA settings of a provider that accepts them).
 	Extra map[string]any `json:"extra,omitempty"`
@@ -83,11 +89,14 @@ type Hyperparameters struct {
 	TargetModules []string `json:"target_modules"`
 	LearningRate  float64  `json:"learning_rate"`
 	Epochs        int      `json:"epochs"`
-	BatchSize     int      `json:"batch_size"`
-	GradAccum     int      `json:"gradient_accumulation"`
-	MaxLength     int      `json:"max_length"`
-	Seed          int      `json:"seed"`
-	BF16          bool     `json:"bf16"`
+	// MaxSteps, when positive, ends training after that many optimiser
+	// steps, whatever Epochs says (a budget run).
+	MaxSteps  int  `json:"max_steps,omitempty"`
+	BatchSize int  `json:"batch_size"`
+	GradAccum int  `json:"gradient_accumulation"`
+	MaxLength int  `json:"max_length"`
+	Seed      int  `json:"seed"`
+	BF16      bool `json:"bf16"`
 }
 
 // DefaultHyperparameters returns the method's reference settings: LoRA rank
@@ -153,6 +162,9 @@ type Result struct {
 	AdapterDir     string             `json:"adapter_dir,omitempty"`
 	ModelFile      string             `json:"model_file,omitempty"`
 	Metrics        map[string]float64 `json:"metrics,omitempty"`
+	// ChatTemplate compares an adapter's chat template with the one its
+	// server will apply (trainer.CheckChatTemplates).
+	ChatTemplate *judge.ChatTemplates `json:"chat_template,omitempty"`
 }
 
 // JobFile is the file in a job's directory that records it.

@@ -79,8 +79,9 @@ type SplitSummary struct {
 	TokensP90 int `json:"tokens_p90"`
 	TokensP99 int `json:"tokens_p99"`
 	TokensMax int `json:"tokens_max"`
-	// OverMaxLength counts the examples longer than MaxLength: the trainer
-	// will cut them.
+	// OverMaxLength counts the examples longer than MaxLength (as
+	// estimated here): the TRL trainer leaves out those its tokenizer finds
+	// longer, other trainers may cut them.
 	OverMaxLength int `json:"over_max_length"`
 }
 
@@ -203,6 +204,16 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 	return sum, data.WriteFileAtomic(filepath.Join(dir, ExportFile), append(b, '\n'))
 }
 
+// questionIDs returns the ids of the examples' questions, sorted, each once.
+func questionIDs(exs []Example) []string {
+	ids := make([]string, len(exs))
+	for i, e := range exs {
+		ids[i] = e.QuestionID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
 // readExamples reads the examples of a filtered labels file, checking that
 // every label is a usable one.
 func readExamples(ctx context.Context, path string) ([]Example, error) {
@@ -293,17 +304,4 @@ func summarise(exs []Example, opts ExportOptions) SplitSummary {
 	pct := func(p float64) int { return lengths[min(len(lengths)-1, int(p*float64(len(lengths))))] }
 	s.TokensP50, s.TokensP90, s.TokensP99, s.TokensMax = pct(0.5), pct(0.9), pct(0.99), lengths[len(lengths)-1]
 	return s
-}
-
-// questionIDs returns the question ids of examples, each once, in order.
-func questionIDs(exs []Example) []string {
-	var ids []string
-	seen := map[string]bool{}
-	for _, e := range exs {
-		if !seen[e.QuestionID] {
-			seen[e.QuestionID] = true
-			ids = append(ids, e.QuestionID)
-		}
-	}
-	return ids
 }

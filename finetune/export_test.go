@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -31,10 +33,11 @@ func TestExportFormats(t *testing.T) {
 		labels          string
 		jsonl, sgpt, pq string
 		n               int
+		questions       []string
 		summary         finetune.SplitSummary
 	}{
-		{train, sum.Files.TrainOpenAI, sum.Files.TrainShareGPT, sum.Files.TrainParquet, sum.Files.TrainExamples, sum.Train},
-		{val, sum.Files.ValOpenAI, sum.Files.ValShareGPT, sum.Files.ValParquet, sum.Files.ValExamples, sum.Val},
+		{train, sum.Files.TrainOpenAI, sum.Files.TrainShareGPT, sum.Files.TrainParquet, sum.Files.TrainExamples, sum.Files.TrainQuestions, sum.Train},
+		{val, sum.Files.ValOpenAI, sum.Files.ValShareGPT, sum.Files.ValParquet, sum.Files.ValExamples, sum.Files.ValQuestions, sum.Val},
 	} {
 		labels, err := data.ReadParquet[data.Label](split.labels)
 		if err != nil {
@@ -42,6 +45,13 @@ func TestExportFormats(t *testing.T) {
 		}
 		if split.n != len(labels) || split.summary.Examples != len(labels) || split.summary.Sufficient+split.summary.Insufficient != len(labels) {
 			t.Fatalf("%s: %d examples (summary %+v), want %d", split.jsonl, split.n, split.summary, len(labels))
+		}
+		ids := map[string]bool{}
+		for _, l := range labels {
+			ids[l.QuestionID] = true
+		}
+		if want := slices.Sorted(maps.Keys(ids)); !cmp.Equal(want, split.questions) {
+			t.Errorf("%s: questions %v, want %v", split.jsonl, split.questions, want)
 		}
 		want := make([][]llm.Message, len(labels))
 		for i, l := range labels {

@@ -28,8 +28,8 @@ type Files struct {
 	DataHash      string `json:"data_hash"`
 	TrainExamples int    `json:"train_examples"`
 	ValExamples   int    `json:"val_examples"`
-	// TrainQuestions and ValQuestions are the ids of the questions of
-	// each split, in file order, for the hand-back (judge.Handback).
+	// TrainQuestions and ValQuestions are the ids of the questions of the
+	// examples, sorted, each once.
 	TrainQuestions []string `json:"train_questions,omitempty"`
 	ValQuestions   []string `json:"val_questions,omitempty"`
 }

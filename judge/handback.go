@@ -58,6 +58,59 @@ type Handback struct {
 	// written.
 	Serve string `json:"serve,omitempty"`
 	Use   string `json:"use"`
+	// ChatTemplate compares the chat template the judge was trained with
+	// and the one its server applies (a LoRA adapter's); LlamaCpp says how
+	// llama.cpp serves the adapter on a GGUF base model, when one was
+	// named; TrainingData is what the judge was trained on.
+	ChatTemplate *ChatTemplates `json:"chat_template,omitempty"`
+	LlamaCpp     *LlamaCpp      `json:"llama_cpp,omitempty"`
+	TrainingData *TrainingData  `json:"training_data,omitempty"`
+}
+
+// ChatTemplates records the chat template (the Jinja template that turns
+// messages into the model's text) a judge was trained with, the
+// tokenizer's, beside the one the server that serves it applies, by their
+// SHA-256. A judge shown its prompts in another chat format than it was
+// trained on is not the judge that was measured, so Open refuses one whose
+// templates differ (Status ChatTemplatesDiffer).
+type ChatTemplates struct {
+	Trained string `json:"trained_sha256,omitempty"`
+	Served  string `json:"served_sha256,omitempty"`
+	// ServedFrom is where the served template was read (a GGUF file).
+	ServedFrom string `json:"served_from,omitempty"`
+	// Status is ChatTemplatesMatch, ChatTemplatesDiffer or
+	// ChatTemplatesUnchecked (Note says why).
+	Status string `json:"status"`
+	Note   string `json:"note,omitempty"`
+}
+
+// The statuses of ChatTemplates.
+const (
+	ChatTemplatesMatch     = "match"
+	ChatTemplatesDiffer    = "mismatch"
+	ChatTemplatesUnchecked = "unchecked"
+)
+
+// LlamaCpp is how llama.cpp serves a LoRA adapter: converted to GGUF with
+// llama.cpp's convert_lora_to_gguf.py, then loaded over the base model's
+// GGUF file, as the model AdapterName.
+type LlamaCpp struct {
+	// BaseGGUF is the base model's GGUF file; AdapterGGUF the converted
+	// adapter, relative to the hand-back's directory.
+	BaseGGUF    string `json:"base_gguf"`
+	AdapterGGUF string `json:"adapter_gguf"`
+	// Convert and Serve are the commands (llama-cpp-python's server).
+	Convert string `json:"convert"`
+	Serve   string `json:"serve"`
+}
+
+// TrainingData is what a judge was trained on: the filtered label files
+// (distill filter's train.parquet and val.parquet, relative to the
+// hand-back's directory); their questions are the hand-back's
+// TrainQuestions and ValQuestions.
+type TrainingData struct {
+	Train string `json:"train"`
+	Val   string `json:"val,omitempty"`
 }
 
 // SetCommands sets Serve and Use from the result the hand-back names.
@@ -65,17 +118,17 @@ func (h *Handback) SetCommands() {
 	h.Serve, h.Use = "", ""
 	switch {
 	case h.ModelFile != "":
-		h.Use = "distill rollout --judge builtin:" + shellQuote(h.ModelFile)
+		h.Use = "distill rollout --judge builtin:" + ShellQuote(h.ModelFile)
 	case h.AdapterDir != "":
-		h.Serve = fmt.Sprintf("vllm serve %s --enable-lora --lora-modules %s=%s", shellQuote(h.BaseModel), AdapterName, shellQuote(h.AdapterDir))
+		h.Serve = fmt.Sprintf("vllm serve %s --enable-lora --lora-modules %s=%s", ShellQuote(h.BaseModel), AdapterName, ShellQuote(h.AdapterDir))
 		h.Use = "distill rollout --judge llm --judge-model " + AdapterName + " --judge-base-url http://localhost:8000/v1"
 	case h.FineTunedModel != "":
-		h.Use = "distill rollout --judge llm --judge-model " + shellQuote(h.FineTunedModel)
+		h.Use = "distill rollout --judge llm --judge-model " + ShellQuote(h.FineTunedModel)
 	}
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it.
+func ShellQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
 		return s
 	}

@@ -19,7 +19,10 @@ func TestHandbackRoundTrip(t *testing.T) {
 		Hyperparameters: json.RawMessage(`{"lora_rank":16,"target_modules":["q_proj","v_proj"]}`),
 		TemplateHash:    TemplateHash, DataHash: "d", TrainExamples: 9, ValExamples: 1,
 		Metrics: map[string]float64{"eval_loss": 0.5}, FinishedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
-		Serve: "stale", Use: "stale",
+		Serve: "vllm serve ...", Use: "distill rollout ...",
+		ChatTemplate: &ChatTemplates{Trained: "t", Served: "t", ServedFrom: "/m/base.gguf", Status: ChatTemplatesMatch},
+		LlamaCpp:     &LlamaCpp{BaseGGUF: "/m/base.gguf", AdapterGGUF: "adapter.gguf", Convert: "python3 convert_lora_to_gguf.py ...", Serve: "python3 -m llama_cpp.server ..."},
+		TrainingData: &TrainingData{Train: "../sft/train.parquet", Val: "../sft/val.parquet"},
 	}
 	if err := WriteHandback(dir, want); err != nil {
 		t.Fatal(err)

@@ -36,9 +36,10 @@ type Spec struct {
 	// say where the adapter is served.
 	From string
 	// AllowTemplateMismatch opens a trained judge whose training prompt
-	// template is not this build's TemplateHash. Such a judge would be
-	// shown prompts it was not trained on, so it is refused by default
-	// (*TemplateError).
+	// template is not this build's TemplateHash, or whose hand-back records
+	// that its server applies another chat template than it was trained
+	// with. Such a judge would be shown prompts it was not trained on, so
+	// it is refused by default (*TemplateError, *ChatTemplateError).
 	AllowTemplateMismatch bool
 }
 
@@ -67,8 +68,8 @@ type SpecError struct {
 	// spec of the judge the hand-back names.
 	Spec Spec
 	// Err says why: ErrUnknownKind, ErrNoModel, ErrNoJudge, a *ServeError,
-	// a *TemplateError, or why the hand-back or the model file could not
-	// be read.
+	// a *TemplateError, a *ChatTemplateError, or why the hand-back or the
+	// model file could not be read.
 	Err error
 }
 
@@ -108,6 +109,28 @@ func (e *TemplateError) Error() string {
 		return fmt.Sprintf("the judge in %s was trained on prompt template %.12s, this build's judge template is %.12s", e.Handback, e.Trained, TemplateHash)
 	}
 	return fmt.Sprintf("trained on labels of prompt template %.12s, not this build's %.12s", e.Trained, TemplateHash)
+}
+
+// ChatTemplateError says that a hand-back records that the server of its
+// judge applies another chat template than the judge was trained with,
+// and the spec does not allow it.
+type ChatTemplateError struct {
+	// Handback is the hand-back's directory, Templates what it records.
+	Handback  string
+	Templates ChatTemplates
+}
+
+func (e *ChatTemplateError) Error() string {
+	served := e.Templates.Served
+	if served == "" {
+		served = "none"
+	}
+	msg := fmt.Sprintf("the judge in %s was trained with chat template %.12s, and its server applies %.12s (%s)",
+		e.Handback, e.Templates.Trained, served, e.Templates.ServedFrom)
+	if e.Templates.Note != "" {
+		msg += ": " + e.Templates.Note
+	}
+	return msg
 }
 
 // Open returns the judge a spec names; see Spec. It is the one way from a
@@ -190,6 +213,9 @@ func followHandback(spec Spec) (Spec, error) {
 	}
 	if h.TemplateHash != TemplateHash && !spec.AllowTemplateMismatch {
 		return spec, &SpecError{Spec: spec, Err: &TemplateError{Trained: h.TemplateHash, Handback: spec.From}}
+	}
+	if ct := h.ChatTemplate; ct != nil && ct.Status == ChatTemplatesDiffer && !spec.AllowTemplateMismatch {
+		return spec, &SpecError{Spec: spec, Err: &ChatTemplateError{Handback: spec.From, Templates: *ct}}
 	}
 	next := spec
 	next.From = ""

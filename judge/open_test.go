@@ -82,6 +82,16 @@ func TestOpen(t *testing.T) {
 			wantType: &LLM{}, wantCalls: []string{AdapterName + " @ http://localhost:8000/v1"},
 		},
 		{
+			name: "served adapter with matching chat templates", spec: Spec{From: writeHandback(t, Handback{AdapterDir: "/a", TemplateHash: TemplateHash,
+				ChatTemplate: &ChatTemplates{Trained: "c1", Served: "c1", Status: ChatTemplatesMatch}}), BaseURL: "http://localhost:8000/v1"},
+			wantType: &LLM{}, wantCalls: []string{AdapterName + " @ http://localhost:8000/v1"},
+		},
+		{
+			name: "other chat template allowed", spec: Spec{From: writeHandback(t, Handback{AdapterDir: "/a", TemplateHash: TemplateHash,
+				ChatTemplate: &ChatTemplates{Trained: "c1", Served: "c2", Status: ChatTemplatesDiffer}}), BaseURL: "http://u/v1", AllowTemplateMismatch: true},
+			wantType: &LLM{}, wantCalls: []string{AdapterName + " @ http://u/v1"},
+		},
+		{
 			name: "other template allowed", spec: Spec{From: writeHandback(t, Handback{ModelFile: writeLinearModel(t, t.TempDir(), "other"), TemplateHash: "other"}), AllowTemplateMismatch: true},
 			wantType: &Linear{}, wantModel: LinearPrefix + LinearModelFile,
 		},
@@ -150,6 +160,11 @@ func TestOpenErrors(t *testing.T) {
 		{"hand-back of another template", Spec{From: writeHandback(t, Handback{FineTunedModel: "ft", TemplateHash: "other"})}, func(e *SpecError) bool {
 			var te *TemplateError
 			return errors.As(e, &te) && te.Trained == "other" && te.Handback == e.Spec.From
+		}},
+		{"hand-back whose server applies another chat template", Spec{From: writeHandback(t, Handback{AdapterDir: "/a", TemplateHash: TemplateHash,
+			ChatTemplate: &ChatTemplates{Trained: "c1", ServedFrom: "gemma.gguf", Status: ChatTemplatesDiffer, Note: "the GGUF has none"}}), BaseURL: "http://u/v1"}, func(e *SpecError) bool {
+			var ce *ChatTemplateError
+			return errors.As(e, &ce) && ce.Handback == e.Spec.From && strings.Contains(e.Error(), "applies none (gemma.gguf): the GGUF has none")
 		}},
 		{"hand-back without a judge", Spec{From: writeHandback(t, Handback{TemplateHash: TemplateHash})}, func(e *SpecError) bool { return errors.Is(e, ErrNoJudge) }},
 		{"adapter not served", Spec{From: writeHandback(t, adapter)}, func(e *SpecError) bool {

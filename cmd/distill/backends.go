@@ -23,7 +23,9 @@ func backendFlags() []cli.Flag {
 		&cli.StringFlag{Name: "train-base-url", Usage: "fine-tuning API `URL`, with /v1 (--backend openai; default: OpenAI's API); key from DISTILL_TRAIN_API_KEY or OPENAI_API_KEY", EnvVars: []string{"DISTILL_TRAIN_BASE_URL"}},
 		&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one API request (retried)"},
 		&cli.StringFlag{Name: "trainer", Value: string(trainer.TRL), Usage: "trainer of --backend local and slurm: trl (the TRL/PEFT script kept in distill) or llamafactory"},
-		&cli.StringFlag{Name: "python", Value: "python3", Usage: "Python of the trl trainer"},
+		&cli.StringFlag{Name: "python", Value: "python3", Usage: "Python of the trl trainer", EnvVars: []string{"DISTILL_TRAIN_PYTHON"}},
+		&cli.IntFlag{Name: "logging-steps", Value: 10, Usage: "optimiser steps between two logged losses (local, slurm)"},
+		&cli.IntFlag{Name: "max-eval-examples", Usage: "evaluate on the first `N` validation examples only (trl trainer; 0: all)"},
 		&cli.StringFlag{Name: "template", Value: "llama3", Usage: "LLaMA-Factory chat template (--trainer llamafactory)"},
 		&cli.StringFlag{Name: "trainer-command", Usage: "run this command instead of the trainer (it finds its config in $DISTILL_TRAIN_CONFIG and writes the adapter to $DISTILL_OUTPUT_DIR)"},
 		&cli.DurationFlag{Name: "grace", Value: 10 * time.Second, Usage: "time a cancelled local trainer gets between SIGTERM and SIGKILL"},
@@ -43,7 +45,16 @@ func trainerOptions(c *cli.Context) (trainer.Options, error) {
 	if kind != trainer.TRL && kind != trainer.LLaMAFactory {
 		return trainer.Options{}, usageErrorf("train: unknown --trainer %q (want trl or llamafactory)", kind)
 	}
-	o := trainer.Options{Kind: kind, Python: c.String("python"), Template: c.String("template")}
+	switch {
+	case c.Int("logging-steps") < 1:
+		return trainer.Options{}, usageErrorf("train: --logging-steps must be at least 1")
+	case c.Int("max-eval-examples") < 0:
+		return trainer.Options{}, usageErrorf("train: --max-eval-examples must not be negative")
+	case c.Int("max-eval-examples") > 0 && kind != trainer.TRL:
+		return trainer.Options{}, usageErrorf("train: --max-eval-examples is for --trainer trl")
+	}
+	o := trainer.Options{Kind: kind, Python: c.String("python"), Template: c.String("template"),
+		LoggingSteps: c.Int("logging-steps"), MaxEvalExamples: c.Int("max-eval-examples")}
 	if cmd := c.String("trainer-command"); cmd != "" {
 		o.Command = []string{"sh", "-c", cmd}
 	}

@@ -250,15 +250,16 @@ func (d *e2eRun) killAfterCheckpoint(args ...string) {
 }
 
 // startLocalModels starts the chat and embeddings servers with
-// scripts/local-models, owned by this test process (they end with it even
-// when it is killed), and returns their environment.
-func startLocalModels(t *testing.T, dir string) []string {
+// scripts/local-models (with more start options, such as --adapter DIR),
+// owned by this test process (they end with it even when it is killed),
+// and returns their environment.
+func startLocalModels(t *testing.T, dir string, options ...string) []string {
 	t.Helper()
 	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "local-models"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := exec.Command(script, "start", dir, "--owner", fmt.Sprint(os.Getpid()))
+	start := exec.Command(script, append([]string{"start", dir, "--owner", fmt.Sprint(os.Getpid())}, options...)...)
 	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("%s start: %v\n%s(run make models first)", script, err, out)
 	}

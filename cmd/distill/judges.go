@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -13,6 +14,49 @@ import (
 // model flags name.
 func judgeFlagSpec(c *cli.Context, flag string) judge.Spec {
 	return judge.Spec{Kind: c.String(flag), Model: c.String(flag + "-model"), BaseURL: c.String(flag + "-base-url")}
+}
+
+// judgeFromFlag is --judge-from, for the commands that run the loop.
+func judgeFromFlag() cli.Flag {
+	return &cli.PathFlag{Name: "judge-from", Usage: "use the judge distill train handed back in `DIR` (its model.json); a LoRA adapter must be served, at --judge-base-url"}
+}
+
+// withJudgeFrom returns the spec of --judge-from DIR when it is given,
+// else spec; giving both --judge and --judge-from is a usage error of cmd.
+func withJudgeFrom(c *cli.Context, cmd string, spec judge.Spec) (judge.Spec, error) {
+	from := c.Path("judge-from")
+	if from == "" {
+		return spec, nil
+	}
+	if c.IsSet("judge") {
+		return spec, usageErrorf("%s: give --judge or --judge-from, not both", cmd)
+	}
+	spec.Kind, spec.From = "", from
+	return spec, nil
+}
+
+// onCommandLine reports whether flag was given on the command line or in
+// the configuration file, not only through its environment variables.
+func onCommandLine(c *cli.Context, flag string) bool {
+	if !c.IsSet(flag) {
+		return false
+	}
+	for _, f := range c.Command.Flags {
+		names := f.Names()
+		if len(names) == 0 || names[0] != flag {
+			continue
+		}
+		ev, ok := f.(interface{ GetEnvVars() []string })
+		if !ok {
+			return true
+		}
+		for _, env := range ev.GetEnvVars() {
+			if v, set := os.LookupEnv(env); set && v == c.String(flag) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // judgeError turns an error of judge.Open or judge.Resolve for --FLAG into

@@ -53,7 +53,9 @@ hashes to i (0 <= i < n); distill merge joins the shards' outputs.
 Roles: --judge lexical|never|always|llm|builtin:PATH, --extractor lexical|llm,
 --reader lexical|llm. lexical is the built-in deterministic baseline; never and always
 are the fixed policies of the ablations; builtin:PATH is the judge that distill train
---backend builtin trained (PATH: its model file, or the training directory). llm is a model behind an OpenAI-compatible
+--backend builtin trained (PATH: its model file, or the training directory); --judge-from DIR
+takes any judge distill train handed back in DIR, as bench does (a LoRA adapter served at
+--judge-base-url). llm is a model behind an OpenAI-compatible
 server, named by --<role>-model and --<role>-base-url (default: OpenAI's API), with the
 key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY (servers such as vLLM or Ollama need
 none). Requests are retried on 429, 5xx and timeouts, limited by --max-concurrent,
@@ -72,6 +74,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "judge: " + strings.Join(judge.Kinds(), ", ")},
 			&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 			&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1; several, comma-separated, are replicas to spread requests over (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
+			judgeFromFlag(),
 			&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
 			&cli.StringFlag{Name: "extractor-model", Usage: "extractor model (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_MODEL"}},
 			&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL`(s), with /v1 (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
@@ -214,7 +217,7 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 		Dedup:         dedup,
 		Policy:        policy,
 	}
-	modelRoles := c.String("judge") == "llm" || c.String("extractor") == "llm" || c.String("reader") == "llm"
+	modelRoles := c.String("judge") == "llm" || c.Path("judge-from") != "" || c.String("extractor") == "llm" || c.String("reader") == "llm"
 	if err := applyContextWindow(c, &loop, modelRoles); err != nil {
 		return runner.Options{}, err
 	}
@@ -251,14 +254,23 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	// A rollout runs whatever trained judge it is given: it records the
 	// judge's model and template in every row, and has never refused one
 	// trained on another template (bench does, --allow-template-mismatch).
-	spec := judgeFlagSpec(c, "judge")
+	spec, err := withJudgeFrom(c, "rollout", judgeFlagSpec(c, "judge"))
+	if err != nil {
+		return w, err
+	}
 	spec.AllowTemplateMismatch = true
 	w.info[0] = runner.Role{Name: spec.Kind, Model: spec.Model, BaseURL: spec.BaseURL}
-	spec, err := judge.Resolve(spec)
+	from := spec.From != ""
+	spec, err = judge.Resolve(spec)
 	if err != nil {
 		return w, judgeError("rollout", "judge", err)
 	}
-	if kind := c.String("judge"); kind != "llm" && (spec.Model != "" || spec.BaseURL != "") {
+	if from {
+		w.info[0] = runner.Role{Name: spec.Kind, Model: spec.Model, BaseURL: spec.BaseURL}
+	}
+	// Model flags that only the environment sets (scripts/local-models
+	// writes them for a served adapter) are not an error of another judge.
+	if kind := c.String("judge"); !from && kind != "llm" && (onCommandLine(c, "judge-model") || onCommandLine(c, "judge-base-url")) {
 		if strings.HasPrefix(kind, judge.BuiltinPrefix) {
 			kind = judge.BuiltinPrefix + "PATH"
 		}

@@ -16,6 +16,10 @@ import (
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/finetune/gguf"
+	"github.com/distill-rag/distill/finetune/local"
+	"github.com/distill-rag/distill/finetune/slurm"
+	"github.com/distill-rag/distill/finetune/trainer"
 	"github.com/distill-rag/distill/judge"
 )
 
@@ -31,7 +35,8 @@ func trainCommand() *cli.Command {
 		&cli.PathFlag{Name: "in", Usage: "`DIR` of train.parquet and val.parquet from distill filter", TakesFile: true},
 		&cli.PathFlag{Name: "out", Usage: "job `DIR`: exported data, job.json, log, result, model.json"},
 		&cli.StringFlag{Name: "backend", Value: "local", Usage: "where to train: " + strings.Join(backendKinds, ", ")},
-		&cli.StringFlag{Name: "base-model", Value: defaultBaseModel, Usage: "model to fine-tune (Hugging Face id or path; a provider's model name for openai)", EnvVars: []string{"DISTILL_BASE_MODEL"}},
+		&cli.StringFlag{Name: "base-model", Value: defaultBaseModel, Usage: "model to fine-tune (Hugging Face id, model directory or GGUF file; a provider's model name for openai)", EnvVars: []string{"DISTILL_TRAIN_BASE_MODEL", "DISTILL_BASE_MODEL"}},
+		&cli.PathFlag{Name: "base-gguf", Usage: "GGUF `FILE` of the base model that llama.cpp will serve the adapter on (local, slurm): model.json compares the chat templates and gives llama.cpp's commands", EnvVars: []string{"DISTILL_TRAIN_BASE_GGUF"}, TakesFile: true},
 		&cli.StringFlag{Name: "name", Value: "s2g-judge", Usage: "name of the job and of its result"},
 		&cli.BoolFlag{Name: "export-only", Usage: "write the training data in every format, print its summary, and stop"},
 		&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds when it holds no job"},
@@ -44,6 +49,7 @@ func trainCommand() *cli.Command {
 		&cli.StringFlag{Name: "lora-target", Value: strings.Join(h.TargetModules, ","), Usage: "modules LoRA adapts, comma-separated"},
 		&cli.Float64Flag{Name: "learning-rate", Value: h.LearningRate, Usage: "learning rate"},
 		&cli.IntFlag{Name: "epochs", Value: h.Epochs, Usage: "epochs"},
+		&cli.IntFlag{Name: "max-steps", Usage: "stop after `N` optimiser steps, whatever --epochs says (local, slurm; 0: epochs decide)"},
 		&cli.IntFlag{Name: "batch-size", Value: h.BatchSize, Usage: "batch size per device"},
 		&cli.IntFlag{Name: "grad-accum", Value: h.GradAccum, Usage: "gradient accumulation steps"},
 		&cli.IntFlag{Name: "max-length", Value: h.MaxLength, Usage: "maximum sequence length in tokens"},
@@ -163,7 +169,9 @@ func trainIn(c *cli.Context, od *outdir.Dir) error {
 	if err != nil {
 		return err
 	}
-	job.Labels = finetune.Labels{Train: train, Val: val}
+	if job.Labels, err = absLabels(train, val); err != nil {
+		return err
+	}
 	sum, err := finetune.Export(c.Context, finetune.ExportOptions{Train: train, Val: val, Dir: out, MaxLength: job.Hyper.MaxLength, Tokenizer: c.String("tokenizer")})
 	if err != nil {
 		return err
@@ -203,6 +211,13 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 			return finetune.Job{}, usageErrorf("train: --%s must be at least 1, got %d", name, c.Int(name))
 		}
 	}
+	lora := c.String("backend") == local.Name || c.String("backend") == slurm.Name
+	switch {
+	case c.Int("max-steps") < 0:
+		return finetune.Job{}, usageErrorf("train: --max-steps must not be negative")
+	case c.Int("max-steps") > 0 && !lora:
+		return finetune.Job{}, usageErrorf("train: --max-steps is for the local and slurm backends' trainers")
+	}
 	if d := c.Float64("lora-dropout"); d < 0 || d >= 1 {
 		return finetune.Job{}, usageErrorf("train: --lora-dropout must be in [0, 1)")
 	}
@@ -238,18 +253,44 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 		return finetune.Job{}, err
 	}
 	base := c.String("base-model")
-	if c.String("backend") == "builtin" && !c.IsSet("base-model") {
+	if c.String("backend") == "builtin" && !onCommandLine(c, "base-model") {
 		base = "none (built-in linear judge over lexical features)"
 	}
+	// The GGUF file is read now, so that a wrong one is said before hours
+	// of training; only LoRA trainers use it (the environment may name one
+	// for every backend: scripts/local-models does).
+	var baseGGUF string
+	if p := c.Path("base-gguf"); p != "" && lora {
+		if _, err := gguf.ReadFile(p); err != nil {
+			return finetune.Job{}, usageErrorf("train: --base-gguf: %v", err)
+		}
+		if baseGGUF, err = filepath.Abs(p); err != nil {
+			return finetune.Job{}, err
+		}
+	}
 	return finetune.Job{
-		Dir: dir, BaseModel: base, Name: c.String("name"), Extra: extra,
+		Dir: dir, BaseModel: base, BaseGGUF: baseGGUF, Name: c.String("name"), Extra: extra,
 		Hyper: finetune.Hyperparameters{
 			LoRARank: c.Int("lora-rank"), LoRAAlpha: c.Int("lora-alpha"), LoRADropout: c.Float64("lora-dropout"),
-			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"),
+			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"), MaxSteps: c.Int("max-steps"),
 			BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
 			Seed: c.Int("seed"), BF16: c.Bool("bf16"),
 		},
 	}, nil
+}
+
+// absLabels returns the label files as absolute paths: the job records
+// them, and its hand-back names them relative to its directory.
+func absLabels(train, val string) (finetune.Labels, error) {
+	var l finetune.Labels
+	var err error
+	if l.Train, err = filepath.Abs(train); err != nil {
+		return l, err
+	}
+	if val != "" {
+		l.Val, err = filepath.Abs(val)
+	}
+	return l, err
 }
 
 // followJob follows a job to its end with a progress bar, logging what the
@@ -258,7 +299,16 @@ func followJob(c *cli.Context, b finetune.Backend, job finetune.Job, st finetune
 	log := loggerFrom(c)
 	bar := newProgress(c, -1, "train", "steps")
 	tail := newLogTail(job.Path(st.LogPath))
+	var eta time.Duration // the trainer's estimate (train_sft.py's eta_s)
 	show := func(st finetune.State) {
+		for _, line := range tail.lines() {
+			log.Info("trainer", "line", line)
+			if p, ok := trainer.ParseProgress(line); ok {
+				if s, ok := p.Metrics["eta_s"]; ok {
+					eta = time.Duration(s * float64(time.Second)).Round(time.Second)
+				}
+			}
+		}
 		if st.TotalSteps > 0 {
 			bar.ChangeMax64(int64(st.TotalSteps))
 			bar.Set(st.Step)
@@ -267,10 +317,10 @@ func followJob(c *cli.Context, b finetune.Backend, job finetune.Job, st finetune
 		if st.Loss != 0 {
 			desc += fmt.Sprintf(", loss %.4f", st.Loss)
 		}
-		bar.Describe(desc)
-		for _, line := range tail.lines() {
-			log.Info("trainer", "line", line)
+		if st.Status == finetune.StatusRunning && eta > 0 {
+			desc += ", ETA " + eta.String()
 		}
+		bar.Describe(desc)
 	}
 	show(st)
 	st, err := finetune.Follow(c.Context, b, job, st, finetune.FollowOptions{Interval: c.Duration("poll-interval"), OnUpdate: show})
@@ -331,9 +381,37 @@ func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
 		if h.Serve != "" {
 			rows = append(rows, [2]any{"serve", h.Serve})
 		}
+		if h.LlamaCpp != nil {
+			rows = append(rows, [2]any{"llama.cpp", h.LlamaCpp.Convert}, [2]any{"", h.LlamaCpp.Serve})
+		}
+		if ct := h.ChatTemplate; ct != nil {
+			text := ct.Status
+			if ct.Note != "" {
+				text += " (" + ct.Note + ")"
+			}
+			rows = append(rows, [2]any{"chat template", text})
+		}
 		rows = append(rows, [2]any{"use", h.Use}, [2]any{"hand-back", filepath.Join(job.Dir, judge.HandbackFile)})
+		if err := printCounts(c.App.Writer, rows); err != nil {
+			return err
+		}
+		return chatTemplateError(job, st, h)
 	}
 	return printCounts(c.App.Writer, rows)
+}
+
+// chatTemplateError is the error of a hand-back whose server would apply
+// another chat template than the adapter was trained with, with the
+// difference; nil when they match or were not compared.
+func chatTemplateError(job finetune.Job, st finetune.State, h judge.Handback) error {
+	if h.ChatTemplate == nil || h.ChatTemplate.Status != judge.ChatTemplatesDiffer {
+		return nil
+	}
+	_, err := trainer.CheckChatTemplates(job.Path(st.Result.AdapterDir), job.BaseGGUF)
+	if err == nil {
+		err = errors.New("the chat templates differed when the job ended")
+	}
+	return fmt.Errorf("train: the adapter cannot be served as it was trained: %w (model.json records both; bench and --judge-from refuse it without --allow-template-mismatch)", err)
 }
 
 func metricsText(m map[string]float64) string {

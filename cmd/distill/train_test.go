@@ -11,6 +11,7 @@ import (
 
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/finetune/gguf"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -221,5 +222,112 @@ func TestTrainLocalCancelAndReattach(t *testing.T) {
 	rec, err := finetune.LoadRecord("fast")
 	if err != nil || rec.State.Step != 5 || rec.State.TotalSteps != 5 {
 		t.Errorf("job.json progress %d/%d, %v", rec.State.Step, rec.State.TotalSteps, err)
+	}
+}
+
+// TestTrainLocalChatTemplate: a local job trained with a chat template
+// (the stand-in trainer saves one with its adapter) and a GGUF base model
+// hands back llama.cpp's commands, its training data and the comparison of
+// the templates; when the GGUF's template differs, train fails saying how,
+// and bench refuses the judge while rollout, which records what it is
+// given, takes it.
+func TestTrainLocalChatTemplate(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sft := offlineSFT(t)
+	const trained = "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+	trainerCmd := standInTrainer(2, "0") + ` && printf '%s' '` + trained + `' > "$DISTILL_OUTPUT_DIR/chat_template.jinja"`
+	for _, tc := range []struct {
+		name, served string
+		code         int
+		status       string
+	}{
+		{"same", trained, 0, judge.ChatTemplatesMatch},
+		{"other", strings.Replace(trained, "<|im_start|>", "<start_of_turn>", 1), 1, judge.ChatTemplatesDiffer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tc.name + ".gguf"
+			if err := os.WriteFile(base, gguf.Header(map[string]string{gguf.ChatTemplateKey: tc.served}), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := "judge-" + tc.name
+			r := runDistill(t, "--quiet", "train", "--in", sft, "--out", out, "--trainer-command", trainerCmd,
+				"--base-model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--base-gguf", base, "--max-steps", "2", "--poll-interval", "20ms")
+			if r.code != tc.code || !strings.Contains(r.stdout, "chat template:  "+tc.status) {
+				t.Fatalf("train: exit %d, stdout %q, stderr %q; want exit %d", r.code, r.stdout, r.stderr, tc.code)
+			}
+			if tc.code != 0 && !strings.Contains(r.stderr, `differ from byte 24: trained "...or m in messages %}<|im_start|>`) {
+				t.Errorf("stderr %q, want the difference", r.stderr)
+			}
+			h, err := judge.ReadHandback(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			abs, _ := filepath.Abs(base)
+			if h.ChatTemplate == nil || h.ChatTemplate.Status != tc.status || h.ChatTemplate.ServedFrom != abs || h.ChatTemplate.Trained == "" {
+				t.Errorf("chat template record %+v", h.ChatTemplate)
+			}
+			if h.LlamaCpp == nil || h.LlamaCpp.BaseGGUF != abs || !strings.Contains(h.LlamaCpp.Serve, "--lora_path") ||
+				!strings.Contains(h.LlamaCpp.Convert, "--base-model-id HuggingFaceTB/SmolLM2-135M-Instruct") {
+				t.Errorf("llama.cpp commands %+v", h.LlamaCpp)
+			}
+			td := h.TrainingData
+			if td == nil || td.Train != filepath.Join("..", sft, "train.parquet") || td.Val != filepath.Join("..", sft, "val.parquet") ||
+				len(h.TrainQuestions) == 0 || len(h.ValQuestions) == 0 {
+				t.Errorf("training data %+v, questions %d and %d", td, len(h.TrainQuestions), len(h.ValQuestions))
+			}
+			var hp finetune.Hyperparameters
+			if err := json.Unmarshal(h.Hyperparameters, &hp); err != nil || hp.MaxSteps != 2 {
+				t.Errorf("hyper-parameters %s, %v; want max_steps 2", h.Hyperparameters, err)
+			}
+
+			bench := runDistill(t, "--quiet", "bench", "--limit", "2", "--variants", "full", "--judge-from", out,
+				"--judge-base-url", "http://127.0.0.1:9/v1", "--out", "bench-"+tc.name)
+			refused := bench.code == exitUsage && strings.Contains(bench.stderr, "chat template")
+			if refused != (tc.code != 0) {
+				t.Errorf("bench --judge-from: exit %d, stderr %q", bench.code, bench.stderr)
+			}
+		})
+	}
+}
+
+// TestRolloutJudgeFrom: rollout takes the judge a hand-back names, as
+// bench does; the model flags of an adapter's server in the environment
+// (scripts/local-models writes them) do not stop another judge.
+func TestRolloutJudgeFrom(t *testing.T) {
+	t.Chdir(t.TempDir())
+	srv := llmtest.NewServer(llmtest.Options{Answer: func(llmtest.Request) string {
+		return `{"sufficient": true, "gap_items": []}`
+	}})
+	defer srv.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	if err := os.Mkdir("lora", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := judge.WriteHandback("lora", judge.Handback{Backend: "local", AdapterDir: "/a", TemplateHash: judge.TemplateHash, Use: "u"}); err != nil {
+		t.Fatal(err)
+	}
+	r := runDistill(t, "--quiet", "rollout", "--limit", "3", "--judge-from", "lora", "--out", "x")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "is a LoRA adapter: serve it") {
+		t.Errorf("adapter not served: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "rollout", "--limit", "3", "--judge", "never", "--judge-from", "lora", "--out", "x")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not both") {
+		t.Errorf("--judge and --judge-from: exit %d, stderr %q", r.code, r.stderr)
+	}
+	t.Setenv("DISTILL_JUDGE_BASE_URL", srv.URL())
+	t.Setenv("DISTILL_JUDGE_MODEL", judge.AdapterName)
+	r = runDistill(t, "--quiet", "rollout", "--limit", "3", "--judge-from", "lora", "--out", "served")
+	if r.code != 0 {
+		t.Fatalf("served adapter: exit %d, stderr %q", r.code, r.stderr)
+	}
+	rows := checkTrajectories(t, filepath.Join("served", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:3]))
+	if rows[0].JudgeModel != judge.AdapterName {
+		t.Errorf("judge model %q, want %q", rows[0].JudgeModel, judge.AdapterName)
+	}
+	if r = runDistill(t, "--quiet", "rollout", "--limit", "3", "--out", "lexical"); r.code != 0 {
+		t.Errorf("the lexical judge with an adapter's server in the environment: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r = runDistill(t, "--quiet", "rollout", "--limit", "3", "--judge-model", "m", "--out", "flags"); r.code != exitUsage {
+		t.Errorf("--judge-model with the lexical judge: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

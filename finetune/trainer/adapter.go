@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 )
 
 // The files of a PEFT LoRA adapter.
@@ -64,10 +65,19 @@ func CheckAdapter(dir string) error {
 
 // Result checks the adapter that a trainer which exited 0 left in
 // outputDir (relative to the job directory) and returns the job's result,
-// with the log's metrics.
+// with the log's metrics and the comparison of its chat template with the
+// one its server will apply (CheckChatTemplates with job.BaseGGUF). A
+// mismatch is recorded in the result, not returned: the training itself
+// succeeded; the hand-back refuses the judge.
 func Result(job finetune.Job, outputDir string, l Log) (*finetune.Result, error) {
-	if err := CheckAdapter(job.Path(outputDir)); err != nil {
+	dir := job.Path(outputDir)
+	if err := CheckAdapter(dir); err != nil {
 		return nil, err
 	}
-	return &finetune.Result{AdapterDir: outputDir, Metrics: l.Metrics}, nil
+	ct, err := CheckChatTemplates(dir, job.BaseGGUF)
+	var mismatch *ChatTemplateMismatch
+	if err != nil && !errors.As(err, &mismatch) {
+		ct.Status, ct.Note = judge.ChatTemplatesUnchecked, err.Error()
+	}
+	return &finetune.Result{AdapterDir: outputDir, Metrics: l.Metrics, ChatTemplate: &ct}, nil
 }

@@ -40,11 +40,21 @@ func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
 		{"seed", h.Seed},
 		{"bf16", h.BF16},
 	}
+	save := "epoch"
+	if h.MaxSteps > 0 {
+		// A budget run: the adapter is saved, and evaluated, once at the
+		// end (at "epoch" LLaMA-Factory would evaluate twice then).
+		train = append(train, setting{"max_steps", h.MaxSteps})
+		save = "no"
+	}
 	if job.Files.ValShareGPT != "" {
 		dataset = append(dataset, setting{"eval_dataset", finetune.ValDataset})
-		train = append(train,
-			setting{"per_device_eval_batch_size", h.BatchSize},
-			setting{"eval_strategy", "epoch"})
+		train = append(train, setting{"per_device_eval_batch_size", h.BatchSize})
+		if h.MaxSteps > 0 {
+			train = append(train, setting{"do_eval", true})
+		} else {
+			train = append(train, setting{"eval_strategy", "epoch"})
+		}
 	}
 	dataset = append(dataset,
 		setting{"dataset_dir", filepath.Dir(job.Files.DatasetInfo)},
@@ -67,7 +77,7 @@ func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
 		{"output", []setting{
 			{"output_dir", AdapterDir},
 			{"logging_steps", opts.LoggingSteps},
-			{"save_strategy", "epoch"},
+			{"save_strategy", save},
 			{"plot_loss", false},
 			{"overwrite_output_dir", true},
 			{"report_to", "none"},

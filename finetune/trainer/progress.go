@@ -43,8 +43,9 @@ const (
 var (
 	// A Hugging Face Trainer log dict, as Python prints it:
 	// {'loss': 1.2345, 'grad_norm': 0.87, 'learning_rate': 9.5e-05, 'epoch': 0.5}.
-	// Values may come wrapped (np.float64(0.87), tensor(0.87, device='cuda:0')).
-	dictRE = regexp.MustCompile(`'([A-Za-z_][A-Za-z0-9_/]*)':\s*(?:[A-Za-z_][A-Za-z0-9_.]*\()?\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b`)
+	// Values may come wrapped (np.float64(0.87), tensor(0.87, device='cuda:0'))
+	// or, from transformers 5 on, as formatted strings ('0.87').
+	dictRE = regexp.MustCompile(`'([A-Za-z_][A-Za-z0-9_/]*)':\s*(?:[A-Za-z_][A-Za-z0-9_.]*\()?\s*'?([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)\b`)
 	// tqdm's bar: "  4%|▍         | 12/300 [00:10<04:00,  1.20s/it]" or
 	// " 12/300 [00:10<...". No description: the bars of data preparation
 	// have one ("Map: 100%|...").
@@ -62,7 +63,7 @@ func ParseProgress(line string) (Progress, bool) {
 	line = strings.TrimRight(line, "\r\n")
 	s := strings.TrimSpace(line)
 	for _, tag := range []string{progressTag, doneTag} {
-		if rest, ok := strings.CutPrefix(s, tag); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+		if rest, ok := cutTag(s, tag); ok {
 			return parseTagged(strings.TrimSpace(rest), tag == doneTag)
 		}
 	}
@@ -104,6 +105,27 @@ func ParseProgress(line string) (Progress, bool) {
 	return Progress{}, false
 }
 
+// cutTag returns what follows tag in s when s holds it as a word: at the
+// start, or after a tqdm bar that was drawn without a newline (the bar's
+// "\r" comes first, and the line printed after it joins the bar's).
+func cutTag(s, tag string) (string, bool) {
+	i := strings.Index(s, tag)
+	if i < 0 {
+		return "", false
+	}
+	if i > 0 {
+		c := s[i-1]
+		if c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			return "", false
+		}
+	}
+	rest := s[i+len(tag):]
+	if rest != "" && rest[0] != ' ' && rest[0] != '\t' {
+		return "", false
+	}
+	return rest, true
+}
+
 // parseTagged reads the JSON object of a DISTILL_ line.
 func parseTagged(obj string, done bool) (Progress, bool) {
 	var fields map[string]any
@@ -143,6 +165,10 @@ func (p *Progress) add(key string, v float64) {
 		p.Loss = v
 	}
 }
+
+// progressOnly are the numbers of DISTILL_PROGRESS lines that say how far
+// training is, not how it went: they are not kept among a log's metrics.
+var progressOnly = map[string]bool{"elapsed_s": true, "eta_s": true}
 
 // Log is what a trainer's log says so far.
 type Log struct {
@@ -220,6 +246,9 @@ func scanLog(r io.Reader) (Log, error) {
 			l.Loss = p.Loss
 		}
 		for k, v := range p.Metrics {
+			if progressOnly[k] {
+				continue
+			}
 			if l.Metrics == nil {
 				l.Metrics = map[string]float64{}
 			}

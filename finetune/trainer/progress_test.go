@@ -40,12 +40,19 @@ func TestParseProgress(t *testing.T) {
 		{"distill progress garbled", `DISTILL_PROGRESS {"step": 3,`, Progress{}, false},
 		{"distill progress negative", `DISTILL_PROGRESS {"step": -3}`, Progress{}, false},
 		{"distill prefix only", `DISTILL_PROGRESSIVE {"step": 3}`, Progress{}, false},
+		{"distill progress after a tqdm bar", ` 12%|█▎        | 1/8 [00:35<04:08, 35.50s/it]DISTILL_PROGRESS {"step": 2, "total_steps": 8, "eta_s": 210.5, "loss": 1.4}`,
+			Progress{Step: 2, TotalSteps: 8, Loss: 1.4, Metrics: m("eta_s", 210.5, "loss", 1.4)}, true},
+		{"distill done after a tqdm bar", `100%|██████████| 8/8 [00:20<00:00,  2.51s/it]DISTILL_DONE {"train_loss": 0.9}`,
+			Progress{Done: true, Metrics: m("train_loss", 0.9)}, true},
+		{"tag inside a word", `XDISTILL_PROGRESS {"step": 3}`, Progress{}, false},
 		{"hf log dict", `{'loss': 1.2345, 'grad_norm': 0.8765432, 'learning_rate': 9.5e-05, 'epoch': 0.5}`,
 			Progress{Loss: 1.2345, Metrics: m("loss", 1.2345, "grad_norm", 0.8765432, "learning_rate", 9.5e-05, "epoch", 0.5)}, true},
 		{"hf log dict with tokens", `{'loss': 0.6931, 'grad_norm': 2.1, 'learning_rate': 1e-05, 'epoch': 2.97, 'num_input_tokens_seen': 1234567}`,
 			Progress{Loss: 0.6931, Metrics: m("loss", 0.6931, "grad_norm", 2.1, "learning_rate", 1e-05, "epoch", 2.97, "num_input_tokens_seen", 1234567.0)}, true},
 		{"hf log dict, numpy and tensor values", `{'loss': 1.5, 'grad_norm': np.float64(0.87), 'entropy': tensor(2.5, device='cuda:0'), 'epoch': 1.0}`,
 			Progress{Loss: 1.5, Metrics: m("loss", 1.5, "grad_norm", 0.87, "entropy", 2.5, "epoch", 1.0)}, true},
+		{"hf log dict of transformers 5, values as strings", `{'loss': '3.884', 'grad_norm': '7.815', 'learning_rate': '0.0001', 'num_tokens': '1.107e+04', 'epoch': '0.002222'}`,
+			Progress{Loss: 3.884, Metrics: m("loss", 3.884, "grad_norm", 7.815, "learning_rate", 0.0001, "num_tokens", 11070.0, "epoch", 0.002222)}, true},
 		{"hf log dict nan", `{'loss': nan, 'grad_norm': nan, 'learning_rate': 0.0001, 'epoch': 0.1}`,
 			Progress{Metrics: m("learning_rate", 0.0001, "epoch", 0.1)}, true},
 		{"hf eval dict", `{'eval_loss': 0.5821, 'eval_runtime': 12.3, 'eval_samples_per_second': 40.6, 'eval_steps_per_second': 5.1, 'epoch': 1.0}`,
@@ -129,6 +136,17 @@ const trlLog = "Loading checkpoint shards: 100%|██████████| 
 	"DISTILL_PROGRESS {\"step\": 6, \"total_steps\": 18, \"eval_loss\": 1.9, \"epoch\": 1.0}\n" +
 	" 39%|███▉      | 7/18 [00:17<00:28,  2.35s/it]\r"
 
+// A run of today's train_sft.py (TRL 1.16): a progress line after every
+// step, printed where tqdm left its bar, so that it joins the bar's line.
+const trlStepLog = "DISTILL_PROGRESS {\"step\": 0, \"total_steps\": 3}\n" +
+	"  0%|          | 0/3 [00:00<?, ?it/s]\r 33%|███▎      | 1/3 [00:30<01:00, 30.0s/it]" +
+	"DISTILL_PROGRESS {\"step\": 1, \"total_steps\": 3, \"elapsed_s\": 30.0, \"eta_s\": 60.0}\n" +
+	" 33%|███▎      | 1/3 [00:30<01:00, 30.0s/it]DISTILL_PROGRESS {\"step\": 1, \"total_steps\": 3, \"elapsed_s\": 30.0, \"eta_s\": 60.0, \"loss\": 1.4}\n" +
+	"{'loss': '1.4', 'epoch': '0.01'}\n" +
+	" 33%|███▎      | 1/3 [00:30<01:00, 30.0s/it]DISTILL_PROGRESS {\"step\": 2, \"total_steps\": 3, \"elapsed_s\": 58.0, \"eta_s\": 29.0, \"loss\": 1.1}\n" +
+	"100%|██████████| 2/2 [00:10<00:00,  5.0s/it]\n" +
+	"DISTILL_DONE {\"train_loss\": 1.25, \"eval_loss\": 1.0}\n"
+
 // The same kind of run under LLaMA-Factory: no DISTILL lines.
 const llamaFactoryLog = "[INFO|trainer.py:2145] 2025-01-01 10:00:00,000 >> ***** Running training *****\n" +
 	"  0%|          | 0/18 [00:00<?, ?it/s]\r 11%|█         | 2/18 [00:04<00:36,  2.30s/it]\r" +
@@ -154,6 +172,9 @@ func TestReadLog(t *testing.T) {
 		{"trl", trlLog, Progress{Step: 6, TotalSteps: 18, Loss: 2.1,
 			Metrics: map[string]float64{"loss": 2.1, "grad_norm": 3.2, "learning_rate": 9e-05, "epoch": 1.0, "eval_loss": 1.9, "eval_runtime": 1.5}},
 			`DISTILL_PROGRESS {"step": 6, "total_steps": 18, "eval_loss": 1.9, "epoch": 1.0}`},
+		{"trl per step", trlStepLog, Progress{Step: 2, TotalSteps: 3, Loss: 1.1, Done: true,
+			Metrics: map[string]float64{"loss": 1.1, "epoch": 0.01, "train_loss": 1.25, "eval_loss": 1.0}},
+			`DISTILL_DONE {"train_loss": 1.25, "eval_loss": 1.0}`},
 		{"llamafactory", llamaFactoryLog, Progress{Step: 18, TotalSteps: 18, Loss: 1.7,
 			Metrics: map[string]float64{"loss": 1.7, "grad_norm": 2.2, "learning_rate": 5e-05, "epoch": 3.0, "num_input_tokens_seen": 4096,
 				"eval_loss": 1.9, "eval_runtime": 1.5, "train_runtime": 44.1, "train_samples_per_second": 6.1, "train_steps_per_second": 0.41, "train_loss": 1.5}},

@@ -7,30 +7,56 @@ beside its configuration and runs it there:
 
 The configuration is a JSON object:
 
-    model            base model: a Hugging Face id or a local path
+    model            base model: a Hugging Face id, a local model directory,
+                     or a GGUF file (which transformers dequantizes, with the
+                     gguf package)
     train_file       parquet file with a "messages" column: system, user
                      (the judge's input) and assistant (the teacher's verdict)
     val_file         the same for validation, or "" for none
-    output_dir       where the adapter is saved
+    output_dir       where the adapter is saved, with the tokenizer and the
+                     chat template it was trained with (chat_template.jinja)
     lora_rank, lora_alpha, lora_dropout, target_modules ([] for PEFT's
-    defaults), learning_rate, epochs, batch_size, gradient_accumulation,
-    max_length, seed, bf16, logging_steps
+    defaults), learning_rate, epochs, max_steps (0: epochs decide),
+    batch_size, gradient_accumulation, max_length, seed, bf16, logging_steps,
+    max_eval_examples (0: all)
 
-Besides the libraries' own logs, standard output gets one line when
-training starts and one per logging step,
+Without a GPU, activations are not recomputed (TRL's gradient
+checkpointing is turned off): on a CPU, time is short, not memory.
 
-    DISTILL_PROGRESS {"step": 30, "total_steps": 300, "loss": 1.23, ...}
+Examples longer than max_length tokens (the whole conversation, as the
+chat template renders it) are left out, never truncated: a truncated
+example would teach the judge a verdict cut in half. Their number is
+reported.
+
+Besides the libraries' own logs, standard output gets a line when training
+starts and after every optimiser step (with the loss at logging steps),
+
+    DISTILL_PROGRESS {"step": 30, "total_steps": 300, "loss": 1.23, "eta_s": 410, ...}
 
 and, once the adapter is saved, the final metrics:
 
     DISTILL_DONE {"train_loss": 0.91, "eval_loss": 0.88, ...}
 
 The exit status is 0 only when the adapter has been saved.
+
+    python3 train_sft.py --dequantize MODEL.gguf DIR
+
+writes the model of a GGUF file, dequantized by transformers, as a plain
+model directory (weights, config, tokenizer with its chat template): a base
+model to train on, and the base that llama.cpp's convert_lora_to_gguf.py
+reads the adapter's architecture from.
 """
 
+import inspect
 import json
 import math
+import os
 import sys
+import time
+
+# The chat template the adapter was trained with, saved beside it: what
+# the server that serves the adapter must apply too.
+TEMPLATE_FILE = "chat_template.jinja"
 
 
 def numbers(record):
@@ -46,6 +72,68 @@ def emit(tag, record):
     print(tag, json.dumps(record), flush=True)
 
 
+def fail(msg):
+    print("train_sft: " + msg, file=sys.stderr, flush=True)
+    sys.exit(1)
+
+
+def source(name):
+    """from_pretrained's arguments for a model name: a GGUF file is read
+    from its directory with gguf_file."""
+    if name.lower().endswith(".gguf") and os.path.isfile(name):
+        d, f = os.path.split(os.path.abspath(name))
+        return d, {"gguf_file": f}
+    return name, {}
+
+
+def load_model(name, where, dtype):
+    """The model of name, in dtype. transformers 5 keeps a model read from a
+    GGUF file under a GGUF "quantizer" even when it dequantized every
+    weight, and such a model can be neither trained nor saved: the weights
+    go into a plain model of the same configuration."""
+    from transformers import AutoModelForCausalLM
+
+    # transformers 4.56 renamed torch_dtype to dtype.
+    params = inspect.signature(AutoModelForCausalLM.from_pretrained).parameters
+    dtype_arg = "dtype" if "dtype" in params else "torch_dtype"
+    model = AutoModelForCausalLM.from_pretrained(name, **where, **{dtype_arg: dtype})
+    if getattr(model, "hf_quantizer", None) is None:
+        return model
+    state = model.state_dict()
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(state)
+    return plain.to(dtype)
+
+
+def dequantize(path, out):
+    import torch
+    from transformers import AutoTokenizer
+
+    name, where = source(path)
+    if not where:
+        fail(f"{path}: not a GGUF file")
+    tokenizer = AutoTokenizer.from_pretrained(name, **where)
+    model = load_model(name, where, torch.float32)
+    tmp = out + ".tmp"
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if tokenizer.chat_template:
+        with open(os.path.join(tmp, TEMPLATE_FILE), "w", encoding="utf-8") as f:
+            f.write(tokenizer.chat_template)
+    os.replace(tmp, out)
+
+
+def token_count(tokenizer, messages):
+    """The length in tokens of a conversation as the chat template renders it."""
+    ids = tokenizer.apply_chat_template(messages, tokenize=True)
+    if isinstance(ids, dict) or hasattr(ids, "keys"):
+        ids = ids["input_ids"]
+    return len(ids)
+
+
 def main(path):
     with open(path, encoding="utf-8") as f:
         cfg = json.load(f)
@@ -53,26 +141,69 @@ def main(path):
     import torch
     from datasets import load_dataset
     from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, TrainerCallback
+    from transformers import AutoTokenizer, TrainerCallback
     from trl import SFTConfig, SFTTrainer
 
     class Progress(TrainerCallback):
+        """DISTILL_PROGRESS lines: at the start, after every step, and with
+        the logs of every logging step."""
+
+        def __init__(self):
+            self.started = None
+
+        def line(self, state, logs=None):
+            if not state.is_world_process_zero:
+                return
+            rec = {"step": state.global_step, "total_steps": state.max_steps}
+            if self.started is not None and state.global_step > 0:
+                elapsed = time.monotonic() - self.started
+                rec["elapsed_s"] = round(elapsed, 1)
+                rec["eta_s"] = round(elapsed / state.global_step * max(state.max_steps - state.global_step, 0), 1)
+            rec.update(numbers(logs or {}))
+            emit("DISTILL_PROGRESS", rec)
+
         def on_train_begin(self, args, state, control, **kwargs):
-            if state.is_world_process_zero:
-                emit("DISTILL_PROGRESS", {"step": state.global_step, "total_steps": state.max_steps})
+            self.started = time.monotonic()
+            self.line(state)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.line(state)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if state.is_world_process_zero:
-                emit("DISTILL_PROGRESS", {"step": state.global_step, "total_steps": state.max_steps, **numbers(logs or {})})
+            self.line(state, logs)
+
+    name, where = source(cfg["model"])
+    tokenizer = AutoTokenizer.from_pretrained(name, **where)
+    if not getattr(tokenizer, "chat_template", None):
+        fail(f"the tokenizer of {cfg['model']} has no chat template: the judge's prompts could not be "
+             "rendered as the server renders them (give a chat model, or one whose tokenizer has a template)")
 
     files = {"train": cfg["train_file"]}
     if cfg.get("val_file"):
         files["validation"] = cfg["val_file"]
     data = load_dataset("parquet", data_files=files)
 
+    # Over-long examples are left out, not truncated.
+    limit = cfg["max_length"]
+    kept, over = {}, {}
+    for split in list(data.keys()):
+        n = len(data[split])
+        data[split] = data[split].filter(lambda ex: token_count(tokenizer, ex["messages"]) <= limit)
+        kept[split] = len(data[split])
+        over[split] = n - kept[split]
+        print(f"train_sft: {split}: {kept[split]} of {n} examples fit in {limit} tokens", flush=True)
+    if kept["train"] == 0:
+        fail(f"no training example fits in max_length {limit} tokens")
+    cap = cfg.get("max_eval_examples") or 0
+    if "validation" in data and cap > 0 and len(data["validation"]) > cap:
+        data["validation"] = data["validation"].select(range(cap))
+    if "validation" in data and len(data["validation"]) == 0:
+        del data["validation"]
+
     # Settings that TRL or transformers renamed across versions go under the
     # name this version knows.
     known = SFTConfig.__dataclass_fields__
+    max_steps = cfg.get("max_steps") or 0
     args = {
         "output_dir": cfg["output_dir"],
         "num_train_epochs": cfg["epochs"],
@@ -86,8 +217,11 @@ def main(path):
         "save_strategy": "epoch",
         "report_to": "none",
     }
-    args["max_length" if "max_length" in known else "max_seq_length"] = cfg["max_length"]
-    if "validation" in data:
+    if max_steps > 0:
+        args["max_steps"] = max_steps
+        args["save_strategy"] = "no"  # the adapter is saved at the end
+    args["max_length" if "max_length" in known else "max_seq_length"] = limit
+    if "validation" in data and max_steps <= 0:
         args["eval_strategy" if "eval_strategy" in known else "evaluation_strategy"] = "epoch"
     if "completion_only_loss" in known:
         # Learn the verdict only: each conversation becomes a prompt (all but
@@ -100,9 +234,17 @@ def main(path):
     else:
         print("train_sft: this TRL has no completion_only_loss; the loss covers whole conversations",
               file=sys.stderr, flush=True)
+    if not torch.cuda.is_available():
+        if cfg["bf16"]:
+            print("train_sft: bf16 without a GPU runs slowly on most CPUs (--bf16=false trains in float32)",
+                  file=sys.stderr, flush=True)
+        # TRL recomputes activations by default, trading compute for GPU
+        # memory; on a CPU compute is what is short.
+        for setting in ("gradient_checkpointing", "activation_checkpointing"):
+            if setting in known:
+                args[setting] = False
 
-    model = AutoModelForCausalLM.from_pretrained(
-        cfg["model"], torch_dtype=torch.bfloat16 if cfg["bf16"] else torch.float32)
+    model = load_model(name, where, torch.bfloat16 if cfg["bf16"] else torch.float32)
     lora = LoraConfig(
         r=cfg["lora_rank"],
         lora_alpha=cfg["lora_alpha"],
@@ -110,6 +252,9 @@ def main(path):
         target_modules=cfg["target_modules"] or None,
         task_type="CAUSAL_LM",
     )
+    # TRL 0.12 renamed tokenizer to processing_class.
+    params = inspect.signature(SFTTrainer.__init__).parameters
+    tok_arg = "processing_class" if "processing_class" in params else "tokenizer"
     trainer = SFTTrainer(
         model=model,
         args=SFTConfig(**args),
@@ -117,17 +262,29 @@ def main(path):
         eval_dataset=data.get("validation"),
         peft_config=lora,
         callbacks=[Progress()],
+        **{tok_arg: tokenizer},
     )
     metrics = numbers(trainer.train().metrics)
     for record in trainer.state.log_history:
         if "eval_loss" in record:
             metrics.update(numbers(record))  # the last evaluation's
-    trainer.save_model(cfg["output_dir"])  # the adapter only, for a PEFT model
+    if "validation" in data and "eval_loss" not in metrics:
+        metrics.update(numbers(trainer.evaluate()))
+    metrics["train_examples_used"] = kept["train"]
+    metrics["train_examples_over_max_length"] = over["train"]
+    if "validation" in data:
+        metrics["val_examples_used"] = len(data["validation"])
+    trainer.save_model(cfg["output_dir"])  # the adapter, and the tokenizer
     if trainer.is_world_process_zero():
+        with open(os.path.join(cfg["output_dir"], TEMPLATE_FILE), "w", encoding="utf-8") as f:
+            f.write(tokenizer.chat_template)
         emit("DISTILL_DONE", metrics)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python3 train_sft.py CONFIG.json")
-    main(sys.argv[1])
+    if len(sys.argv) == 4 and sys.argv[1] == "--dequantize":
+        dequantize(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) == 2:
+        main(sys.argv[1])
+    else:
+        sys.exit("usage: python3 train_sft.py CONFIG.json | --dequantize MODEL.gguf DIR")

@@ -58,6 +58,10 @@ type Options struct {
 	// LoggingSteps is how many optimiser steps go between two logged
 	// losses (default 10).
 	LoggingSteps int
+	// MaxEvalExamples, when positive, evaluates on the first that many
+	// validation examples only (TRL trainer; evaluation is a forward pass
+	// per example, slow on a CPU).
+	MaxEvalExamples int
 	// Command, when set, replaces the trainer's command line: the
 	// configuration of Kind is still written, and the command finds it
 	// through the environment (DISTILL_TRAIN_CONFIG, DISTILL_OUTPUT_DIR).

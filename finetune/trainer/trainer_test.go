@@ -90,6 +90,19 @@ func TestPrepareLLaMAFactory(t *testing.T) {
 			}
 		})
 	}
+	// A budget run: max_steps, one evaluation and one save, at the end.
+	job := testJob(t, true)
+	job.Hyper.MaxSteps = 20
+	if _, err := Prepare(job, Options{Kind: LLaMAFactory}); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(read(t, filepath.Join(job.Dir, LLaMAFactoryConfigFile))), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["max_steps"] != 20 || m["do_eval"] != true || m["save_strategy"] != "no" || m["eval_strategy"] != nil {
+		t.Errorf("budget run settings %v", m)
+	}
 }
 
 func TestPrepareTRL(t *testing.T) {

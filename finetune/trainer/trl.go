@@ -20,7 +20,8 @@ type trlSettings struct {
 	ValFile   string `json:"val_file"`
 	OutputDir string `json:"output_dir"`
 	finetune.Hyperparameters
-	LoggingSteps int `json:"logging_steps"`
+	LoggingSteps    int `json:"logging_steps"`
+	MaxEvalExamples int `json:"max_eval_examples"`
 }
 
 // trlConfig returns train_sft.py's configuration for the job.
@@ -36,6 +37,7 @@ func trlConfig(job finetune.Job, opts Options) ([]byte, error) {
 		OutputDir:       AdapterDir,
 		Hyperparameters: h,
 		LoggingSteps:    opts.LoggingSteps,
+		MaxEvalExamples: opts.MaxEvalExamples,
 	}, "", "  ")
 	if err != nil {
 		return nil, err

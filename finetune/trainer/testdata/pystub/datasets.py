@@ -12,6 +12,12 @@ class Dataset(list):
             out.append(row)
         return out
 
+    def filter(self, fn):
+        return Dataset(ex for ex in self if fn(ex))
+
+    def select(self, indices):
+        return Dataset(self[i] for i in indices)
+
 
 class DatasetDict(dict):
     def map(self, fn, remove_columns=()):
