@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models e2e e2e-models e2e-opensearch e2e-browser bench lint install clean
+.PHONY: all build test fakes models e2e e2e-models e2e-opensearch e2e-browser bench bench-scale lint install clean
 
 all: build
 
@@ -67,6 +67,16 @@ e2e-browser:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# bench-scale builds BM25 indexes over generated corpora of Wikipedia's
+# sizes (100-word passages, as the DPR split's 21 million), opens and
+# searches them, and prints one line of figures per size (see
+# retrieve/bm25/scale). The 21M index needs about 25 GB free under
+# SCALE_DIR while it is built; each index is removed after its line.
+SIZES ?= 1000000,5000000,21000000
+SCALE_DIR ?= /tmp
+bench-scale:
+	$(GO) run ./retrieve/bm25/scale -sizes $(SIZES) -dir $(SCALE_DIR)
 
 lint:
 	@unformatted=$$(gofmt -l .); \

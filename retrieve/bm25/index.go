@@ -44,6 +44,7 @@ type Index struct {
 	postDoc   []uint32
 	postTF    []uint16
 	termMax   []float32
+	termList  []uint32 // nil in a version 1 index: term i's list is i
 	idOff     []uint64
 	idData    []byte
 	idHash    []uint32
@@ -116,6 +117,7 @@ func newIndex(b, docs []byte) (*Index, error) {
 		titleOff:  raw.Load[uint64](sec(secTitleOff)),
 		titleData: sec(secTitleData),
 		docOff:    raw.Load[uint64](sec(secDocOff)),
+		termList:  raw.Load[uint32](sec(secTermList)),
 	}
 	if len(docs) < len(docsMagic) || string(docs[:len(docsMagic)]) != docsMagic {
 		return nil, fmt.Errorf("%s: %w", docsFile, errCorrupt)
@@ -161,6 +163,11 @@ func (x *Index) check() error {
 			return fmt.Errorf("id table: %w", errCorrupt)
 		}
 	}
+	for _, l := range x.termList {
+		if int(l) >= x.v {
+			return fmt.Errorf("term lists: %w", errCorrupt)
+		}
+	}
 	for _, m := range x.termMax {
 		if !(m >= 0 && m <= 1) {
 			return fmt.Errorf("term bounds: %w", errCorrupt)
@@ -203,7 +210,7 @@ func (x *Index) Meta() Meta { return x.meta }
 // Params returns the BM25 parameters the index scores with.
 func (x *Index) Params() (k1, b float64) { return x.k1, x.b }
 
-// term returns the number of term s, or -1.
+// term returns the number of the posting list of term s, or -1.
 func (x *Index) term(s string) int {
 	lo, hi := 0, x.v
 	for lo < hi {
@@ -215,6 +222,9 @@ func (x *Index) term(s string) int {
 		}
 	}
 	if lo < x.v && string(x.termData[x.termOff[lo]:x.termOff[lo+1]]) == s {
+		if x.termList != nil {
+			return int(x.termList[lo])
+		}
 		return lo
 	}
 	return -1
