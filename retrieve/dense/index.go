@@ -311,7 +311,7 @@ func (x *Index) searchMany(ctx context.Context, vecs [][]float32, ks []int, excl
 					if qs[i] == nil {
 						continue
 					}
-					cs, err := x.ivf.search(ctx, &x.rows, qs[i], ks[i], x.nprobe, excl[i], inner)
+					cs, err := x.ivf.search(ctx, qs[i], ks[i], x.nprobe, excl[i], inner)
 					mu.Lock()
 					if err != nil && first == nil {
 						first = err
