@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test fakes models e2e e2e-models e2e-opensearch e2e-browser bench bench-scale lint install clean
+.PHONY: all build test fakes models e2e e2e-models e2e-opensearch e2e-browser e2e-shards bench bench-scale lint install clean
 
 all: build
 
@@ -64,6 +64,14 @@ e2e-browser:
 		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	$(GO) test -tags e2e -run Browser -count=1 -v -timeout 20m ./eval
+
+# e2e-shards proves the many-machines recipe on this machine: a rollout,
+# its labelling and a benchmark, each run as four shard processes at once
+# and merged, give the rows and figures of one unsharded run
+# (cmd/distill/shards_e2e_test.go; a loopback server plays the LLM judge
+# and teacher).
+e2e-shards:
+	$(GO) test -tags e2e -run 'TestShardsMatchOneRun' -count=1 -v -timeout 20m ./cmd/distill
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
