@@ -37,7 +37,7 @@ type Index struct {
 	n, v      int
 	k1, b     float64
 	avgLen    float64
-	norm      []float32 // k1 * (1 - b + b*dl/avgdl), per document
+	norm      lengthNorms
 	termOff   []uint64
 	termData  []byte
 	postOff   []uint64
@@ -126,8 +126,8 @@ func newIndex(b, docs []byte) (*Index, error) {
 	if err := x.check(); err != nil {
 		return nil, err
 	}
-	x.norm = norms(raw.Load[uint32](sec(secDocLen)), x.k1, x.b, x.avgLen)
-	x.scratch.New = func() any { return &searcher{scores: make([]float32, x.n)} }
+	x.norm = newLengthNorms(raw.Load[uint32](sec(secDocLen)), x.k1, x.b, x.avgLen)
+	x.scratch.New = func() any { return &searcher{} }
 	return x, nil
 }
 
