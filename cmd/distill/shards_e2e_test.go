@@ -147,16 +147,10 @@ func verdictFor(r llmtest.Request) string {
 // the stage timings (which no two runs share) cleared.
 func trajectories(t *testing.T, dir string) []data.State {
 	t.Helper()
-	rows, err := data.ReadParquet[data.State](filepath.Join(dir, runner.TrajectoriesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := sortedRows(t, filepath.Join(dir, runner.TrajectoriesFile), func(s data.State) (string, int32) { return s.QuestionID, s.Round })
 	for i := range rows {
 		rows[i].JudgeMS, rows[i].RetrieveMS, rows[i].ExtractMS, rows[i].ReadMS = 0, 0, 0, 0
 	}
-	slices.SortFunc(rows, func(a, b data.State) int {
-		return cmp.Or(cmp.Compare(a.QuestionID, b.QuestionID), cmp.Compare(a.Round, b.Round))
-	})
 	return rows
 }
 
@@ -164,17 +158,26 @@ func trajectories(t *testing.T, dir string) []data.State {
 // teacher's latencies cleared.
 func labels(t *testing.T, dir string) []data.Label {
 	t.Helper()
-	rows, err := data.ReadParquet[data.Label](filepath.Join(dir, label.LabelsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rows := sortedRows(t, filepath.Join(dir, label.LabelsFile), func(l data.Label) (string, int32) { return l.QuestionID, l.Round })
 	for i := range rows {
 		for j := range rows[i].Samples {
 			rows[i].Samples[j].LatencyMS = 0
 		}
 	}
-	slices.SortFunc(rows, func(a, b data.Label) int {
-		return cmp.Or(cmp.Compare(a.QuestionID, b.QuestionID), cmp.Compare(a.Round, b.Round))
+	return rows
+}
+
+// sortedRows reads a parquet file's rows ordered by key.
+func sortedRows[T any](t *testing.T, path string, key func(T) (string, int32)) []T {
+	t.Helper()
+	rows, err := data.ReadParquet[T](path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(rows, func(a, b T) int {
+		ida, ra := key(a)
+		idb, rb := key(b)
+		return cmp.Or(cmp.Compare(ida, idb), cmp.Compare(ra, rb))
 	})
 	return rows
 }

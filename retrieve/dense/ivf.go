@@ -176,18 +176,12 @@ func openIVF(b []byte, vh vectorsHeader) (*ivfIndex, error) {
 		centroids: raw.Load[float32](b[h.CentOff : h.CentOff+4*uint64(nlist)*uint64(dim)]),
 		listOff:   raw.Load[uint64](b[h.ListOffOff:h.RowsOff]),
 		rows:      raw.Load[uint32](b[h.RowsOff : h.RowsOff+4*n]),
-		vecs:      rows{n: int(n), dim: int(dim), prec: vh.Precision},
 	}
-	vb := b[h.VecOff : h.VecOff+h.vecLen()]
-	switch vh.Precision {
-	case Float32:
-		x.vecs.f32 = raw.Load[float32](vb)
-	case Float16:
-		x.vecs.f16 = raw.Load[uint16](vb)
-	case Int8:
-		x.vecs.i8 = raw.Load[int8](vb)
-		x.vecs.scales = raw.Load[float32](b[h.ScalesOff:h.size()])
+	var scales []byte
+	if h.ScalesOff > 0 {
+		scales = b[h.ScalesOff:h.size()]
 	}
+	x.vecs = *viewRows(b[h.VecOff:h.VecOff+h.vecLen()], scales, int(n), int(dim), vh.Precision)
 	if x.listOff[0] != 0 || x.listOff[nlist] != n {
 		return bad("list offsets")
 	}

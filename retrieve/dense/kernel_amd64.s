@@ -1,5 +1,17 @@
 #include "textflag.h"
 
+// ARGS loads the arguments of a kernel (q, dim, rows, n, out) into SI, DX,
+// DI, CX and R8, dim rounded down to a multiple of 32 into BX, and tests n.
+#define ARGS \
+	MOVQ q+0(FP), SI; \
+	MOVQ dim+8(FP), DX; \
+	MOVQ rows+16(FP), DI; \
+	MOVQ n+24(FP), CX; \
+	MOVQ out+32(FP), R8; \
+	MOVQ DX, BX; \
+	ANDQ $-32, BX; \
+	TESTQ CX, CX
+
 // func dotsI8AVX2(q *int16, dim int, rows *int8, n int, out *float32)
 //
 // out[i] = q · row i as an exact integer sum (converted to float32), for n
@@ -8,14 +20,7 @@
 // int32 lanes (VPMADDWD), two shuffles per 32 bytes where converting to
 // float32 takes four. The caller keeps the sum within int32.
 TEXT ·dotsI8AVX2(SB), NOSPLIT, $0-40
-	MOVQ q+0(FP), SI
-	MOVQ dim+8(FP), DX
-	MOVQ rows+16(FP), DI
-	MOVQ n+24(FP), CX
-	MOVQ out+32(FP), R8
-	MOVQ DX, BX
-	ANDQ $-32, BX
-	TESTQ CX, CX
+	ARGS
 	JZ   i8done
 
 i8row:
@@ -66,14 +71,7 @@ i8done:
 //
 // The same for half-precision components, converted by F16C.
 TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-40
-	MOVQ q+0(FP), SI
-	MOVQ dim+8(FP), DX
-	MOVQ rows+16(FP), DI
-	MOVQ n+24(FP), CX
-	MOVQ out+32(FP), R8
-	MOVQ DX, BX
-	ANDQ $-32, BX
-	TESTQ CX, CX
+	ARGS
 	JZ   f16done
 
 f16row:

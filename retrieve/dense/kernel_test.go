@@ -16,45 +16,18 @@ func TestKernels(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, dim := range []int{1, 7, 8, 16, 24, 32, 40, 72, 384, 768, 1030} {
 		for _, n := range []int{1, 2, 5} {
-			q := make([]float32, dim)
-			for i := range q {
-				q[i] = float32(rng.NormFloat64())
-			}
-			i8 := make([]int8, n*dim)
-			f16 := make([]uint16, n*dim)
+			q, i8, f16 := kernelData(rng, dim, n)
+			// The stored values as float64, for the reference.
+			vals := map[string][]float64{"int8": make([]float64, n*dim), "float16": make([]float64, n*dim)}
 			for i := range i8 {
-				i8[i] = int8(rng.IntN(255) - 127)
-				f16[i] = toFloat16(float32(rng.NormFloat64()))
+				vals["int8"][i], vals["float16"][i] = float64(i8[i]), float64(fromFloat16(f16[i]))
 			}
 			for _, k := range []struct {
 				name       string
 				fast, slow func(out []float32)
-				want       func(r int) (float64, float64)
 			}{
-				{
-					"int8",
-					func(out []float32) { int8Dots(q, i8, out, dotsI8) },
-					func(out []float32) { int8Dots(q, i8, out, dotsI8Go) },
-					func(r int) (sum, mag float64) {
-						for j, v := range i8[r*dim : (r+1)*dim] {
-							sum += float64(q[j]) * float64(v)
-							mag += math.Abs(float64(q[j]) * float64(v))
-						}
-						return sum, mag
-					},
-				},
-				{
-					"float16",
-					func(out []float32) { dotsF16(q, f16, out) },
-					func(out []float32) { dotsF16Go(q, f16, out) },
-					func(r int) (sum, mag float64) {
-						for j, v := range f16[r*dim : (r+1)*dim] {
-							sum += float64(q[j]) * float64(fromFloat16(v))
-							mag += math.Abs(float64(q[j]) * float64(fromFloat16(v)))
-						}
-						return sum, mag
-					},
-				},
+				{"int8", func(out []float32) { int8Dots(q, i8, out, dotsI8) }, func(out []float32) { int8Dots(q, i8, out, dotsI8Go) }},
+				{"float16", func(out []float32) { dotsF16(q, f16, out) }, func(out []float32) { dotsF16Go(q, f16, out) }},
 			} {
 				fast := make([]float32, n+1)
 				slow := make([]float32, n)
@@ -65,7 +38,11 @@ func TestKernels(t *testing.T) {
 					t.Fatalf("%s dim %d: the kernel wrote past its %d rows", k.name, dim, n)
 				}
 				for r := range n {
-					want, mag := k.want(r)
+					var want, mag float64
+					for j, v := range vals[k.name][r*dim : (r+1)*dim] {
+						want += float64(q[j]) * v
+						mag += math.Abs(float64(q[j]) * v)
+					}
 					tol := 1e-4 * (mag + 1)
 					if math.Abs(float64(fast[r])-want) > tol || math.Abs(float64(slow[r])-want) > tol {
 						t.Errorf("%s dim %d row %d: got %v (portable %v), want %v", k.name, dim, r, fast[r], slow[r], want)
@@ -83,17 +60,7 @@ func TestKernels(t *testing.T) {
 // rows are scored with it: every search path relies on it.
 func TestKernelRowsIndependent(t *testing.T) {
 	const dim, n = 384, 9
-	rng := rand.New(rand.NewPCG(7, 8))
-	q := make([]float32, dim)
-	for i := range q {
-		q[i] = float32(rng.NormFloat64())
-	}
-	i8 := make([]int8, n*dim)
-	f16 := make([]uint16, n*dim)
-	for i := range i8 {
-		i8[i] = int8(rng.IntN(255) - 127)
-		f16[i] = toFloat16(float32(rng.NormFloat64()))
-	}
+	q, i8, f16 := kernelData(rand.New(rand.NewPCG(7, 8)), dim, n)
 	all8, all16 := make([]float32, n), make([]float32, n)
 	int8Dots(q, i8, all8, dotsI8)
 	dotsF16(q, f16, all16)
@@ -140,4 +107,20 @@ func TestInt8Query(t *testing.T) {
 				c.q[:4], len(c.q), got[:4], scale, c.want[:4], c.wantScale)
 		}
 	}
+}
+
+// kernelData returns a random query and n random rows of int8 and of
+// float16 components.
+func kernelData(rng *rand.Rand, dim, n int) (q []float32, i8 []int8, f16 []uint16) {
+	q = make([]float32, dim)
+	for i := range q {
+		q[i] = float32(rng.NormFloat64())
+	}
+	i8 = make([]int8, n*dim)
+	f16 = make([]uint16, n*dim)
+	for i := range i8 {
+		i8[i] = int8(rng.IntN(255) - 127)
+		f16[i] = toFloat16(float32(rng.NormFloat64()))
+	}
+	return q, i8, f16
 }

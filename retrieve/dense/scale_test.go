@@ -81,7 +81,7 @@ func TestScaleTable(t *testing.T) {
 	}
 	dirs[Float32] = filepath.Join(root, "float32")
 	_, genPeak := step("generate the float32 index", func() error {
-		return writeGenerated(dirs[Float32], n, dim, func(lo, hi int) []float32 {
+		return writeGenerated(dirs[Float32], n, dim, Float32, func(lo, hi int) []float32 {
 			return around(cs, uint64(lo)+3, hi-lo, dim, benchSpread)
 		})
 	})
@@ -154,14 +154,14 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// writeGenerated writes a float32 index of n rows made by gen, a block of
-// rows at a time; passage i is "d<i>".
-func writeGenerated(dir string, n, dim int, gen func(lo, hi int) []float32) error {
+// writeGenerated writes an index of n rows made by gen (as float32, a
+// block of rows at a time), stored at prec; passage i is "d<i>".
+func writeGenerated(dir string, n, dim int, prec Precision, gen func(lo, hi int) []float32) error {
 	if err := writeTinyDocs(dir, n); err != nil {
 		return err
 	}
 	const block = 1 << 16
-	h := newVectorsHeader(Float32, n, dim, true, 0x5ca1e)
+	h := newVectorsHeader(prec, n, dim, true, 0x5ca1e)
 	err := writeVectorFile(filepath.Join(dir, vectorsFile), h, func(emit func([]float32) error) error {
 		for lo := 0; lo < n; lo += block {
 			if err := emit(gen(lo, min(lo+block, n))); err != nil {
@@ -173,7 +173,7 @@ func writeGenerated(dir string, n, dim int, gen func(lo, hi int) []float32) erro
 	if err != nil {
 		return err
 	}
-	return writeScaleMeta(dir, Float32, n, dim, h.BuildID)
+	return writeScaleMeta(dir, prec, n, dim, h.BuildID)
 }
 
 // convertIndex writes the index at src again at another precision,

@@ -3,8 +3,6 @@ package dense
 import (
 	"fmt"
 	"os"
-
-	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 // vectorFile reads the rows of a vectors.bin with plain reads rather than
@@ -81,19 +79,12 @@ func (v *vectorFile) block(lo, hi int, buf *blockBuf) (*rows, error) {
 	if err := v.rawRows(lo, hi, b); err != nil {
 		return nil, err
 	}
-	s := &rows{n: hi - lo, dim: int(v.h.Dim), prec: v.h.Precision}
-	switch v.h.Precision {
-	case Float32:
-		s.f32 = raw.Load[float32](b)
-	case Float16:
-		s.f16 = raw.Load[uint16](b)
-	case Int8:
-		s.i8 = raw.Load[int8](b)
-		sb := grow(&buf.scales, 4*(hi-lo))
+	var sb []byte
+	if v.h.Precision == Int8 {
+		sb = grow(&buf.scales, 4*(hi-lo))
 		if err := v.rawScales(lo, hi, sb); err != nil {
 			return nil, err
 		}
-		s.scales = raw.Load[float32](sb)
 	}
-	return s, nil
+	return viewRows(b, sb, hi-lo, int(v.h.Dim), v.h.Precision), nil
 }
