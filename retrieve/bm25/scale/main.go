@@ -20,14 +20,23 @@
 // directories go under -dir and are removed after each size unless -keep.
 //
 //	go run ./retrieve/bm25/scale -sizes 1000000,5000000,21000000
+//
+// With -write DIR it writes the corpus of the first size as JSON lines
+// (DIR/corpus.jsonl) and the queries (DIR/queries.tsv) instead, so that
+// other engines can be timed on the same data:
+//
+//	go run ./retrieve/bm25/scale -sizes 1000000 -write /tmp/corpus
+//	distill index --kind elasticsearch --corpus /tmp/corpus/corpus.jsonl --es-index scale
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +65,7 @@ type config struct {
 	queries int
 	words   int
 	keep    bool
+	write   string
 	// child mode
 	phase string
 	n     int
@@ -70,6 +80,7 @@ func main() {
 	flag.IntVar(&c.queries, "queries", 1000, "number of queries")
 	flag.IntVar(&c.words, "words", 100, "words per passage")
 	flag.BoolVar(&c.keep, "keep", false, "keep the index directories")
+	flag.StringVar(&c.write, "write", "", "write the corpus of the first size and the queries to `DIR` (corpus.jsonl, queries.tsv), for other engines, instead of measuring")
 	flag.StringVar(&c.phase, "phase", "", "internal: build or search, run as a child process")
 	flag.IntVar(&c.n, "n", 0, "internal: corpus size of the child")
 	flag.StringVar(&c.index, "index", "", "internal: index directory of the child")
@@ -89,7 +100,11 @@ func main() {
 			}
 			c.sizes = append(c.sizes, n)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case c.write != "":
+			err = writeCorpus(c)
+		default:
 			err = run(c)
 		}
 	default:
@@ -298,4 +313,57 @@ func dirSize(dir string) (int64, error) {
 		return nil
 	})
 	return total, err
+}
+
+// writeCorpus writes the corpus of the first size and the queries as
+// files.
+func writeCorpus(c config) error {
+	if err := os.MkdirAll(c.write, 0o755); err != nil {
+		return err
+	}
+	write := func(name string, fill func(w *bufio.Writer) error) error {
+		f, err := os.Create(filepath.Join(c.write, name))
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		err = fill(w)
+		if ferr := w.Flush(); err == nil {
+			err = ferr
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	err := write("corpus.jsonl", func(w *bufio.Writer) error {
+		src := synth.NewCorpus(corpusSeed, c.sizes[0], synth.Options{Words: c.words})
+		enc := json.NewEncoder(w)
+		for {
+			p, err := src.Next()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := enc.Encode(struct {
+				ID    string `json:"id"`
+				Title string `json:"title"`
+				Text  string `json:"text"`
+			}{p.ID, p.Title, p.Text}); err != nil {
+				return err
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return write("queries.tsv", func(w *bufio.Writer) error {
+		words := synth.NewWords(querySeed)
+		for i := range c.queries {
+			fmt.Fprintf(w, "q%d\t%s\n", i, words.Query())
+		}
+		return nil
+	})
 }
