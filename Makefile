@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser bench lint install clean
+.PHONY: all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
 
 all: build
 
@@ -44,7 +44,7 @@ models:
 # after make test). e2e-models runs the chain against SmolLM2 and E5 served
 # on loopback (see scripts/local-models) and writes the figures it measured
 # to bin/e2e-models.md; DISTILL_E2E_QUESTIONS=4 makes a quicker trial.
-e2e: e2e-models e2e-train e2e-opensearch e2e-browser
+e2e: e2e-slow e2e-shards e2e-models e2e-train e2e-opensearch e2e-browser
 
 e2e-models: models
 	@mkdir -p bin
@@ -81,8 +81,36 @@ e2e-browser:
 		$$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	$(GO) test -tags e2e -run Browser -count=1 -v -timeout 20m ./eval
 
+# e2e-shards proves the many-machines recipe on this machine: a rollout,
+# its labelling and a benchmark, each run as four shard processes at once
+# and merged, give the rows and figures of one unsharded run
+# (cmd/distill/shards_e2e_test.go; a loopback server plays the LLM judge
+# and teacher).
+e2e-shards:
+	$(GO) test -tags e2e -run 'TestShardsMatchOneRun' -count=1 -v -timeout 20m ./cmd/distill
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# bench-scale builds BM25 indexes over generated corpora of Wikipedia's
+# sizes (100-word passages, as the DPR split's 21 million), opens and
+# searches them, and prints one line of figures per size (see
+# retrieve/bm25/scale). The 21M index needs about 25 GB free under
+# SCALE_DIR while it is built; each index is removed after its line.
+SIZES ?= 1000000,5000000,21000000
+SCALE_DIR ?= /tmp
+bench-scale:
+	$(GO) run ./retrieve/bm25/scale -sizes $(SIZES) -dir $(SCALE_DIR)
+
+# bench-scale-dense measures the dense index at DENSE_ROWS x 384 (E5-small)
+# generated vectors: float32, float16 and int8, exact and IVF, recall@10
+# against exact float32 search, queries/s beside the memory bandwidth,
+# resident memory, and the peak memory of each build step, as a Markdown
+# table (retrieve/dense/scale_test.go). 5M rows need about 27 GB under
+# SCALE_DIR, removed at the end, and take about half an hour on 2 cores.
+DENSE_ROWS ?= 5000000
+bench-scale-dense:
+	DISTILL_DENSE_SCALE=$(DENSE_ROWS) DISTILL_SCALE_DIR=$(SCALE_DIR) $(GO) test -run TestScaleTable -count=1 -v -timeout 180m ./retrieve/dense/
 
 lint:
 	@unformatted=$$(gofmt -l .); \

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 )
 
 // The settings of the paired statistics. The bootstrap is seeded, so that a
@@ -140,6 +141,7 @@ func ComparePaired(base, variant []ScoreRow) Paired {
 		byID[r.ID] = i
 	}
 	type pair struct {
+		id       string
 		dEM, dF1 float64
 		cal      [2]Confusion
 	}
@@ -151,7 +153,7 @@ func ComparePaired(base, variant []ScoreRow) Paired {
 			continue
 		}
 		b := base[i]
-		pr := pair{dEM: v.EM - b.EM, dF1: v.F1 - b.F1, cal: [2]Confusion{b.Calibration, v.Calibration}}
+		pr := pair{id: v.ID, dEM: v.EM - b.EM, dF1: v.F1 - b.F1, cal: [2]Confusion{b.Calibration, v.Calibration}}
 		pairs = append(pairs, pr)
 		calBase.plus(b.Calibration)
 		calVar.plus(v.Calibration)
@@ -170,6 +172,9 @@ func ComparePaired(base, variant []ScoreRow) Paired {
 			p.EMLost++
 		}
 	}
+	// In id order, the resamples do not depend on the order the rows were
+	// written in (by workers finishing, or by shards merged).
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.id, b.id) })
 	n := len(pairs)
 	p.Questions = n
 	p.McNemarP = mcNemarExact(p.EMWon, p.EMLost)

@@ -1,24 +1,19 @@
 package bm25
 
 import (
-	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"time"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/outdir"
-	"github.com/distill-rag/distill/retrieve/internal/idtable"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
-	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
 // Default BM25 parameters: the method's settings (those of its reference
@@ -46,12 +41,19 @@ type BuildOptions struct {
 	Progress func(passages int64)
 	// SourceName is recorded in meta.json (the corpus file, for example).
 	SourceName string
+	// Workers is the number of goroutines that analyse passages; 0 means
+	// GOMAXPROCS. The index is the same whatever the number.
+	Workers int
 	// LuceneNorms scores with document lengths rounded as Lucene stores
 	// them (one byte: exact below 24 terms, then 4 significant bits,
 	// rounded down), so that scores follow Lucene's, OpenSearch's and
 	// Pyserini's more closely. The default, exact lengths, is textbook
 	// BM25. Each changes a few near-tied ranks; see README.
 	LuceneNorms bool
+
+	// segmentPostings bounds the postings held in memory (tests make it
+	// small); 0 means defaultSegmentPostings.
+	segmentPostings int
 }
 
 // BuildStats describes a finished build.
@@ -136,28 +138,34 @@ func build(ctx context.Context, od *outdir.Dir, src Source, opts BuildOptions) (
 	}
 	defer os.RemoveAll(tmp) // empty once moved into place
 
-	b, err := newBuilder(tmp)
+	dict := newDictionary()
+	x, err := newIndexer(tmp, dict, opts.segmentPostings)
 	if err != nil {
 		return BuildStats{}, err
 	}
-	defer b.docFile.Close()
-	// Reading (decoding JSON, say) runs in its own goroutine, ahead of the
-	// analysis, so that the two share the machine's cores.
-	rctx, stopReading := context.WithCancel(ctx)
-	batches, readerDone := prefetch(rctx, src)
+	defer x.close()
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	// The reader must be done with src before Build returns and the caller
 	// closes it.
-	defer func() { stopReading(); <-readerDone }()
+	rctx, stopReading := context.WithCancel(ctx)
+	jobs, wait := pipeline(rctx, src, dict, workers)
+	defer func() { stopReading(); wait() }()
 	n := int64(0)
-	for batch := range batches {
-		if batch.err != nil {
-			return BuildStats{}, fmt.Errorf("build index: read passage %d: %w", n+int64(len(batch.ps))+1, batch.err)
+	for j := range jobs {
+		select {
+		case <-j.done:
+		case <-ctx.Done():
+			return BuildStats{}, ctx.Err()
 		}
-		for _, p := range batch.ps {
-			n++
-			if err := b.add(p); err != nil {
-				return BuildStats{}, fmt.Errorf("build index: passage %d: %w", n, err)
-			}
+		if err := x.add(j, n); err != nil {
+			return BuildStats{}, fmt.Errorf("build index: %w", err)
+		}
+		n += int64(len(j.ps))
+		if j.err != nil {
+			return BuildStats{}, fmt.Errorf("build index: read passage %d: %w", n+1, j.err)
 		}
 		if err := ctx.Err(); err != nil {
 			return BuildStats{}, err
@@ -170,17 +178,17 @@ func build(ctx context.Context, od *outdir.Dir, src Source, opts BuildOptions) (
 		return BuildStats{}, err
 	}
 	if opts.Progress != nil {
-		opts.Progress(int64(len(b.docLen)))
+		opts.Progress(n)
 	}
 	normKind := ""
 	if opts.LuceneNorms {
 		// The total stays exact: Lucene's average length is too.
-		for d, l := range b.docLen {
-			b.docLen[d] = luceneLength(l)
+		for d, l := range x.docLen {
+			x.docLen[d] = luceneLength(l)
 		}
 		normKind = "lucene"
 	}
-	h, size, err := b.write(ctx, tmp, opts.K1, opts.B)
+	h, size, err := x.finish(ctx, tmp, opts.K1, opts.B)
 	if err != nil {
 		return BuildStats{}, err
 	}
@@ -238,321 +246,11 @@ func moveInto(od *outdir.Dir, tmp string) error {
 	return nil
 }
 
-// batch is a run of passages read ahead, or the error that ended reading.
-type batch struct {
-	ps  []data.Passage
-	err error
-}
-
-// prefetch reads src in a goroutine of its own and sends its passages in
-// batches. The channel is closed after the last batch, after a batch with
-// an error, or once ctx is done; done is closed when the goroutine has
-// returned.
-func prefetch(ctx context.Context, src Source) (batches <-chan batch, done <-chan struct{}) {
-	const size = 512
-	out := make(chan batch, 8)
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		defer close(out)
-		for {
-			b := batch{ps: make([]data.Passage, 0, size)}
-			for len(b.ps) < size {
-				p, err := src.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					b.err = err
-					break
-				}
-				b.ps = append(b.ps, p)
-			}
-			if len(b.ps) == 0 && b.err == nil {
-				return
-			}
-			select {
-			case out <- b:
-			case <-ctx.Done():
-				return
-			}
-			if b.err != nil || len(b.ps) < size {
-				return
-			}
-		}
-	}()
-	return out, finished
-}
-
 func avgLen(h header) float64 {
 	if h.Docs == 0 {
 		return 0
 	}
 	return float64(h.TotalLen) / float64(h.Docs)
-}
-
-// builder accumulates postings in memory in document order and streams the
-// stored documents to docs.bin.
-type builder struct {
-	an Analyzer
-	// tokTerm maps an analysed token (before stop words and stemming) to its
-	// term number, or -1 for a stop word, so each distinct token form is
-	// stemmed once.
-	tokTerm *tokenTable
-	termNum map[string]int32
-	terms   []string
-	// Per-document scratch, indexed by term number.
-	lastDoc  []int32
-	freq     []uint32
-	docTerms []int32
-	// All postings, in document order.
-	postings blocks[posting]
-
-	docLen    []uint32
-	totalLen  uint64
-	idOff     []uint64
-	idData    []byte
-	titleOff  []uint64
-	titleData []byte
-	docOff    []uint64
-	docFile   *os.File
-	docW      *bufio.Writer
-	docBytes  uint64
-	scratch   []byte
-}
-
-func newBuilder(dir string) (*builder, error) {
-	f, err := os.Create(filepath.Join(dir, docsFile))
-	if err != nil {
-		return nil, fmt.Errorf("build index: %w", err)
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString(docsMagic)
-	return &builder{
-		tokTerm:  newTokenTable(),
-		termNum:  make(map[string]int32, 1<<16),
-		docFile:  f,
-		docW:     w,
-		idOff:    []uint64{0},
-		titleOff: []uint64{0},
-		docOff:   []uint64{0},
-	}, nil
-}
-
-func (b *builder) add(p data.Passage) error {
-	if p.ID == "" {
-		return errors.New("empty doc id")
-	}
-	if len(b.docLen) >= math.MaxUint32-1 {
-		return errors.New("too many passages for one index")
-	}
-	d := int32(len(b.docLen))
-	b.docTerms = b.docTerms[:0]
-	var length uint32
-	visit := func(tok []byte) {
-		t, ok := b.tokTerm.get(tok)
-		if !ok {
-			t = b.termFor(tok)
-		}
-		if t < 0 {
-			return
-		}
-		length++
-		if b.lastDoc[t] != d {
-			b.lastDoc[t] = d
-			b.freq[t] = 0
-			b.docTerms = append(b.docTerms, t)
-		}
-		b.freq[t]++
-	}
-	b.an.Each(p.Title, visit)
-	b.an.Each(p.Text, visit)
-	for _, t := range b.docTerms {
-		b.postings.add(posting{term: uint32(t), doc: uint32(d), tf: uint16(min(b.freq[t], math.MaxUint16))})
-	}
-	b.docLen = append(b.docLen, length)
-	b.totalLen += uint64(length)
-	b.idData = append(b.idData, p.ID...)
-	b.idOff = append(b.idOff, uint64(len(b.idData)))
-	b.titleData = append(b.titleData, p.Title...)
-	b.titleOff = append(b.titleOff, uint64(len(b.titleData)))
-
-	b.scratch = encodeDoc(b.scratch[:0], p.Text, p.Sentences)
-	if _, err := b.docW.Write(b.scratch); err != nil {
-		return fmt.Errorf("store passage: %w", err)
-	}
-	b.docBytes += uint64(len(b.scratch))
-	b.docOff = append(b.docOff, b.docBytes)
-	return nil
-}
-
-type posting struct {
-	term, doc uint32
-	tf        uint16
-}
-
-// blocks is an append-only sequence kept in fixed-size blocks, so that
-// growing it never copies what it already holds (the postings of a large
-// corpus run to hundreds of millions).
-type blocks[T any] struct {
-	full [][]T
-	cur  []T
-	n    int
-}
-
-const blockLen = 1 << 16
-
-func (b *blocks[T]) add(v T) {
-	if len(b.cur) == cap(b.cur) {
-		if b.cur != nil {
-			b.full = append(b.full, b.cur)
-		}
-		b.cur = make([]T, 0, blockLen)
-	}
-	b.cur = append(b.cur, v)
-	b.n++
-}
-
-// all returns the blocks in order.
-func (b *blocks[T]) all() [][]T {
-	if len(b.cur) == 0 {
-		return b.full
-	}
-	return append(b.full[:len(b.full):len(b.full)], b.cur)
-}
-
-// termFor analyses a token seen for the first time and caches the result.
-func (b *builder) termFor(tok []byte) int32 {
-	stem := Normalize(tok)
-	t := int32(-1)
-	if stem != "" {
-		var ok bool
-		t, ok = b.termNum[stem]
-		if !ok {
-			t = int32(len(b.terms))
-			b.termNum[stem] = t
-			b.terms = append(b.terms, stem)
-			b.lastDoc = append(b.lastDoc, -1)
-			b.freq = append(b.freq, 0)
-		}
-	}
-	b.tokTerm.put(tok, t)
-	return t
-}
-
-func (b *builder) id(d uint32) string {
-	return string(b.idData[b.idOff[d]:b.idOff[d+1]])
-}
-
-// write finishes docs.bin and lays the rest of the index out in index.bin.
-func (b *builder) write(ctx context.Context, dir string, k1, bParam float64) (header, int64, error) {
-	if err := b.docW.Flush(); err != nil {
-		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
-	}
-	if err := b.docFile.Sync(); err != nil {
-		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
-	}
-	if err := b.docFile.Close(); err != nil {
-		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
-	}
-	n, v, p := len(b.docLen), len(b.terms), b.postings.n
-
-	// The id table finds a document by id; building it also finds repeats.
-	idHash, err := idtable.Build(n, func(d int) []byte { return b.idData[b.idOff[d]:b.idOff[d+1]] })
-	if err != nil {
-		return header{}, 0, fmt.Errorf("build index: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return header{}, 0, err
-	}
-
-	// Terms in byte order; rank maps a term number to its place.
-	order := make([]int32, v)
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(x, y int32) int { return cmp.Compare(b.terms[x], b.terms[y]) })
-	rank := make([]uint32, v)
-	termOff := make([]uint64, v+1)
-	var termData []byte
-	for i, t := range order {
-		rank[t] = uint32(i)
-		termData = append(termData, b.terms[t]...)
-		termOff[i+1] = uint64(len(termData))
-	}
-
-	// Counting sort of the postings by term keeps documents ascending.
-	postOff := make([]uint64, v+1)
-	for _, blk := range b.postings.all() {
-		for _, ps := range blk {
-			postOff[rank[ps.term]+1]++
-		}
-	}
-	for i := 1; i <= v; i++ {
-		postOff[i] += postOff[i-1]
-	}
-	next := slices.Clone(postOff[:v])
-	postDoc := make([]uint32, p)
-	postTF := make([]uint16, p)
-	termMax := make([]float32, v)
-	norm := norms(b.docLen, k1, bParam, float64(b.totalLen)/float64(max(n, 1)))
-	for _, blk := range b.postings.all() {
-		for _, ps := range blk {
-			r := rank[ps.term]
-			j := next[r]
-			next[r]++
-			postDoc[j] = ps.doc
-			postTF[j] = ps.tf
-			termMax[r] = max(termMax[r], impact(ps.tf, norm[ps.doc]))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return header{}, 0, err
-	}
-
-	h := header{
-		Version: formatVersion, Docs: uint64(n), Terms: uint64(v), Postings: uint64(p),
-		TotalLen: b.totalLen, K1: k1, B: bParam,
-	}
-	path := filepath.Join(dir, indexFile)
-	f, err := os.Create(path)
-	if err != nil {
-		return header{}, 0, fmt.Errorf("build index: %w", err)
-	}
-	defer f.Close()
-	w := &sectionWriter{w: bufio.NewWriterSize(f, 1<<20), off: headerSize}
-	if _, err := w.w.Write(make([]byte, headerSize)); err != nil {
-		return header{}, 0, fmt.Errorf("build index: %w", err)
-	}
-	h.Sections[secDocLen] = w.put(raw.Bytes(b.docLen))
-	h.Sections[secTermOff] = w.put(raw.Bytes(termOff))
-	h.Sections[secTermData] = w.put(termData)
-	h.Sections[secPostOff] = w.put(raw.Bytes(postOff))
-	h.Sections[secPostDoc] = w.put(raw.Bytes(postDoc))
-	h.Sections[secPostTF] = w.put(raw.Bytes(postTF))
-	h.Sections[secTermMax] = w.put(raw.Bytes(termMax))
-	h.Sections[secIDOff] = w.put(raw.Bytes(b.idOff))
-	h.Sections[secIDData] = w.put(b.idData)
-	h.Sections[secIDHash] = w.put(raw.Bytes(idHash))
-	h.Sections[secTitleOff] = w.put(raw.Bytes(b.titleOff))
-	h.Sections[secTitleData] = w.put(b.titleData)
-	h.Sections[secDocOff] = w.put(raw.Bytes(b.docOff))
-	if w.err == nil {
-		w.err = w.w.Flush()
-	}
-	if w.err == nil {
-		_, w.err = f.WriteAt(h.encode(), 0)
-	}
-	if w.err == nil {
-		w.err = f.Sync()
-	}
-	if w.err != nil {
-		return header{}, 0, fmt.Errorf("build index: write %s: %w", path, w.err)
-	}
-	if err := f.Close(); err != nil {
-		return header{}, 0, fmt.Errorf("build index: %w", err)
-	}
-	return h, int64(w.off) + int64(len(docsMagic)) + int64(b.docBytes), nil
 }
 
 // norms returns k1 * (1 - b + b*dl/avgdl) for every document, in the
@@ -585,28 +283,4 @@ func luceneLength(l uint32) uint32 {
 func impact(tf uint16, norm float32) float32 {
 	f := float32(tf)
 	return f / (f + norm)
-}
-
-// sectionWriter appends 8-byte aligned sections and remembers the first error.
-type sectionWriter struct {
-	w   *bufio.Writer
-	off uint64
-	err error
-}
-
-func (s *sectionWriter) pad() {
-	if r := s.off % 8; r != 0 && s.err == nil {
-		_, s.err = s.w.Write(make([]byte, 8-r))
-		s.off += 8 - r
-	}
-}
-
-func (s *sectionWriter) put(b []byte) section {
-	s.pad()
-	sec := section{Off: s.off, Len: uint64(len(b))}
-	if s.err == nil {
-		_, s.err = s.w.Write(b)
-	}
-	s.off += uint64(len(b))
-	return sec
 }

@@ -17,10 +17,10 @@ import (
 //	docLen   [N]uint32    analysed length of each document (title + text)
 //	termOff  [V+1]uint64  offsets of each term in termData; terms sorted bytewise
 //	termData []byte       the terms, concatenated
-//	postOff  [V+1]uint64  offsets of each term's postings in postDoc/postTF
-//	postDoc  [P]uint32    document numbers, ascending within a term
+//	postOff  [V+1]uint64  offsets of each posting list in postDoc/postTF
+//	postDoc  [P]uint32    document numbers, ascending within a list
 //	postTF   [P]uint16    term frequencies (saturating at 65535)
-//	termMax  [V]float32   largest tf*(k1+1)/(tf+norm) of each term, for pruning
+//	termMax  [V]float32   largest tf*(k1+1)/(tf+norm) of each list, for pruning
 //	idOff    [N+1]uint64  offsets of each doc id in idData
 //	idData   []byte       the doc ids, concatenated in document order
 //	idHash   [H]uint32    open-addressing table (package idtable) from id to document
@@ -28,6 +28,12 @@ import (
 //	titleOff [N+1]uint64  offsets of each title in titleData
 //	titleData []byte      the titles, concatenated in document order
 //	docOff   [N+1]uint64  offsets of each stored document in docs.bin's body
+//	termList [V]uint32    the posting list of each term, in the terms' order
+//
+// Posting lists are numbered in the order their terms first occur in the
+// corpus, which lets a build write them out segment by segment (see
+// segment.go). Version 1 had no termList: the i-th term's list was the
+// i-th; this build still reads it.
 //
 // Every section starts on an 8-byte boundary. docs.bin is docsMagic
 // followed by the stored documents (see encodeDoc); searches touch it only
@@ -35,7 +41,7 @@ import (
 const (
 	magic         = "DSTLBM25"
 	docsMagic     = "DSTLDOCS"
-	formatVersion = 1
+	formatVersion = 2
 	headerSize    = 512
 	indexFile     = "index.bin"
 	docsFile      = "docs.bin"
@@ -55,6 +61,7 @@ const (
 	secTitleOff
 	secTitleData
 	secDocOff
+	secTermList // version 2 on
 	numSections
 )
 
@@ -101,8 +108,8 @@ func decodeHeader(b []byte) (header, error) {
 	}
 	le := binary.LittleEndian
 	h.Version = le.Uint32(b[8:])
-	if h.Version != formatVersion {
-		return h, fmt.Errorf("index format version %d, this build reads version %d: rebuild it with distill index", h.Version, formatVersion)
+	if h.Version != formatVersion && h.Version != 1 {
+		return h, fmt.Errorf("index format version %d, this build reads versions 1 and %d: rebuild it with distill index", h.Version, formatVersion)
 	}
 	h.Docs = le.Uint64(b[16:])
 	h.Terms = le.Uint64(b[24:])
@@ -121,10 +128,13 @@ func decodeHeader(b []byte) (header, error) {
 		secDocLen: 4 * h.Docs, secTermOff: 8 * (h.Terms + 1), secPostOff: 8 * (h.Terms + 1),
 		secPostDoc: 4 * h.Postings, secPostTF: 2 * h.Postings, secTermMax: 4 * h.Terms,
 		secIDOff: 8 * (h.Docs + 1), secIDHash: 4 * uint64(idtable.Size(int(min(h.Docs, 1<<40)))), secTitleOff: 8 * (h.Docs + 1),
-		secDocOff: 8 * (h.Docs + 1),
+		secDocOff: 8 * (h.Docs + 1), secTermList: 4 * h.Terms,
+	}
+	if h.Version == 1 {
+		want[secTermList] = 0
 	}
 	for i, w := range want {
-		if w != 0 && h.Sections[i].Len != w {
+		if (w != 0 || i == secTermList) && h.Sections[i].Len != w {
 			return h, fmt.Errorf("section %d has %d bytes, want %d: %w", i, h.Sections[i].Len, w, errCorrupt)
 		}
 	}

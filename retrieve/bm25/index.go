@@ -37,13 +37,14 @@ type Index struct {
 	n, v      int
 	k1, b     float64
 	avgLen    float64
-	norm      []float32 // k1 * (1 - b + b*dl/avgdl), per document
+	norm      lengthNorms
 	termOff   []uint64
 	termData  []byte
 	postOff   []uint64
 	postDoc   []uint32
 	postTF    []uint16
 	termMax   []float32
+	termList  []uint32 // nil in a version 1 index: term i's list is i
 	idOff     []uint64
 	idData    []byte
 	idHash    []uint32
@@ -116,6 +117,7 @@ func newIndex(b, docs []byte) (*Index, error) {
 		titleOff:  raw.Load[uint64](sec(secTitleOff)),
 		titleData: sec(secTitleData),
 		docOff:    raw.Load[uint64](sec(secDocOff)),
+		termList:  raw.Load[uint32](sec(secTermList)),
 	}
 	if len(docs) < len(docsMagic) || string(docs[:len(docsMagic)]) != docsMagic {
 		return nil, fmt.Errorf("%s: %w", docsFile, errCorrupt)
@@ -124,8 +126,8 @@ func newIndex(b, docs []byte) (*Index, error) {
 	if err := x.check(); err != nil {
 		return nil, err
 	}
-	x.norm = norms(raw.Load[uint32](sec(secDocLen)), x.k1, x.b, x.avgLen)
-	x.scratch.New = func() any { return &searcher{scores: make([]float32, x.n)} }
+	x.norm = newLengthNorms(raw.Load[uint32](sec(secDocLen)), x.k1, x.b, x.avgLen)
+	x.scratch.New = func() any { return &searcher{} }
 	return x, nil
 }
 
@@ -159,6 +161,11 @@ func (x *Index) check() error {
 	for _, d := range x.idHash {
 		if int(d) > x.n {
 			return fmt.Errorf("id table: %w", errCorrupt)
+		}
+	}
+	for _, l := range x.termList {
+		if int(l) >= x.v {
+			return fmt.Errorf("term lists: %w", errCorrupt)
 		}
 	}
 	for _, m := range x.termMax {
@@ -203,7 +210,7 @@ func (x *Index) Meta() Meta { return x.meta }
 // Params returns the BM25 parameters the index scores with.
 func (x *Index) Params() (k1, b float64) { return x.k1, x.b }
 
-// term returns the number of term s, or -1.
+// term returns the number of the posting list of term s, or -1.
 func (x *Index) term(s string) int {
 	lo, hi := 0, x.v
 	for lo < hi {
@@ -215,6 +222,9 @@ func (x *Index) term(s string) int {
 		}
 	}
 	if lo < x.v && string(x.termData[x.termOff[lo]:x.termOff[lo+1]]) == s {
+		if x.termList != nil {
+			return int(x.termList[lo])
+		}
 		return lo
 	}
 	return -1

@@ -7,24 +7,31 @@ import (
 	"github.com/distill-rag/distill/retrieve"
 )
 
-// searcher is the per-goroutine scratch of a search: a score accumulator with
-// one slot per document, reset after each query through the list of slots it
-// touched, so a query costs the length of the postings it reads, not the
-// corpus size.
+// searcher is the per-goroutine scratch of a search. A search walks the
+// posting lists of the query's terms together, in document order, and
+// scores one document at a time: it needs no accumulator over the corpus,
+// and reads each list front to back, so its cost follows the postings it
+// reads, with no random access into corpus-sized arrays but the length
+// norm of the documents it scores.
 type searcher struct {
-	an         Analyzer
-	scores     []float32
-	touched    []uint32
-	candidates []uint32
-	terms      []queryTerm
-	rests      []float32
-	bits       []uint64 // candidate set during probe; all zero between searches
-	pruned     bool     // whether the last search skipped part of its postings
-	exclude    []uint32
-	top        []candidate
+	an      Analyzer
+	terms   []queryTerm
+	rests   []float32
+	lists   []cursor
+	contrib []float32
+	pruned  bool // whether the last search skipped part of its postings
+	exclude []uint32
+	top     []candidate
 	// tokTerm caches token -> term number (-1: stop word or unknown term), so
 	// that frequent query words are stemmed once per searcher.
 	tokTerm map[string]int32
+}
+
+// cursor is a place in a posting list.
+type cursor struct {
+	docs []uint32
+	tfs  []uint16
+	pos  int
 }
 
 type queryTerm struct {
@@ -69,12 +76,17 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 // search returns the top q.K candidates, best first. The result aliases the
 // searcher's scratch and is valid until its next use.
 //
-// Terms are read in decreasing order of the most they can add to a score
-// (rare terms first). Once the k-th best score so far beats what all the
-// remaining terms together could add, no unseen document can reach the top
-// k: the remaining (frequent, long) posting lists are then only probed for
-// the documents that still can, instead of being read whole. This is the
-// "max-score" strategy; results are identical to scoring every posting.
+// This is the "max-score" strategy, document at a time. Terms are ordered
+// by the most they can add to a score, decreasing (rare terms first); a
+// document's score is the sum of its terms' contributions in that order,
+// whichever way it is found, so results are identical to scoring every
+// posting. Once k documents are kept, the k-th score theta bounds what
+// matters: the last terms, whose bounds together stay below theta, are
+// not essential (a document that has none of the others cannot reach the
+// top k). Only the lists of the essential terms are walked; each document
+// they yield is looked up in the others by galloping search, in
+// decreasing order of bound, and dropped as soon as what it has plus what
+// the remaining terms could add stays below theta.
 func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	if err := s.parse(x, q.Text); err != nil {
 		return nil, err
@@ -87,134 +99,154 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	}
 	k := q.K
 	terms := s.terms
+	n := len(terms)
 	// rests[i] bounds what terms[i:] can add together.
 	rests := s.rests[:0]
-	rests = append(rests, make([]float32, len(terms)+1)...)
-	for i := len(terms) - 1; i >= 0; i-- {
+	rests = append(rests, make([]float32, n+1)...)
+	for i := n - 1; i >= 0; i-- {
 		rests[i] = rests[i+1] + terms[i].bound
 	}
 	s.rests = rests
-
-	scores, norm := s.scores, x.norm
-	touched := s.touched[:0]
-	var theta float32 // the k-th best score when the loop below stops early
-	i := 0
-	for ; i < len(terms); i++ {
-		qt := terms[i]
+	lists := s.lists[:0]
+	for _, qt := range terms {
 		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
-		// Finding the k-th score costs a pass over the documents touched so
-		// far: worth it only before a list longer than that.
-		if !x.exhaustive && len(touched) >= k && hi-lo > uint64(len(touched)) {
-			if theta = s.kth(touched, k); theta > rests[i] {
-				break
-			}
-		}
 		docs := x.postDoc[lo:hi]
-		tfs := x.postTF[lo:hi]
-		tfs = tfs[:len(docs)]
-		w := qt.w
-		for j, d := range docs {
-			tf := float32(tfs[j])
-			old := scores[d]
-			if old == 0 {
-				touched = append(touched, d)
-			}
-			scores[d] = old + w*tf/(tf+norm[d])
-		}
+		lists = append(lists, cursor{docs: docs, tfs: x.postTF[lo:hi][:len(docs)]})
 	}
+	s.lists = lists
+	s.contrib = slices.Grow(s.contrib[:0], n)[:n]
+	s.pruned = false
 
-	pool := touched
-	s.pruned = i < len(terms)
-	if s.pruned {
-		// Only documents that can still reach the k-th score matter now.
-		cands := s.candidates[:0]
-		for _, d := range touched {
-			if scores[d]+rests[i] >= theta {
-				cands = append(cands, d)
-			}
+	// cut is theta less a margin for rounding: a document is dropped only
+	// when even its bound stays below cut.
+	cut := float32(math.Inf(-1))
+	if !x.exhaustive && n > 1 {
+		// A first pass over the documents of the first (rarest) term alone
+		// finds k real scores: a floor that lets the second pass skip from
+		// the start what cannot beat them.
+		if seed := s.walk(x, k, 1, cut); len(seed) == k {
+			cut = seed[0].score * (1 - 1e-6)
 		}
-		cands = s.probe(x, terms[i:], rests[i+1:], theta, cands)
-		s.candidates = cands
-		pool = cands
+		for i := range s.lists {
+			s.lists[i].pos = 0
+		}
 	}
-	top := s.topK(pool, k)
-	for _, d := range touched {
-		scores[d] = 0
-	}
-	s.touched = touched[:0]
+	top := s.walk(x, k, n, cut)
+	slices.SortFunc(top, func(a, b candidate) int {
+		switch {
+		case worse(b, a):
+			return -1
+		case worse(a, b):
+			return 1
+		}
+		return 0
+	})
+	s.top = top
 	return top, nil
 }
 
-// probe adds the contributions of terms to the candidate documents only,
-// and returns the candidates that can still reach theta. A short candidate
-// list is looked up in each posting list by galloping search; a long one is
-// marked in a bitset and each list is scanned, which costs one bit test per
-// posting instead of a score update. rests[j] bounds what the terms after
-// terms[j] can add: after each term, candidates that cannot reach theta
-// any more are dropped.
-func (s *searcher) probe(x *Index, terms []queryTerm, rests []float32, theta float32, cands []uint32) []uint32 {
-	scores, norm := s.scores, x.norm
-	sorted := false
-	marked := false
-	for ti, qt := range terms {
-		if ti > 0 {
-			// Drop the candidates the previous term left out of reach.
-			kept := cands[:0]
-			for _, d := range cands {
-				if scores[d]+rests[ti-1] >= theta {
-					kept = append(kept, d)
-				} else if marked {
-					s.bits[d>>6] &^= 1 << (d & 63)
-				}
-			}
-			cands = kept
+// walk scores the documents of the lists of terms[:essential] (and of
+// fewer terms as theta rises), dropping those whose bound stays below cut,
+// and returns the best k as a heap, worst first.
+func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
+	terms, rests, lists, contrib := s.terms, s.rests, s.lists, s.contrib
+	n := len(terms)
+	top := s.top[:0]
+	lower := func() {
+		for essential > 0 && rests[essential-1] < cut {
+			essential--
+			s.pruned = true
 		}
-		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
-		docs := x.postDoc[lo:hi]
-		tfs := x.postTF[lo:hi]
-		tfs = tfs[:len(docs)]
-		if len(cands)*16 < len(docs) {
-			if !sorted {
-				slices.Sort(cands)
-				sorted = true
+	}
+	lower()
+	norm := &x.norm
+	// The next document is found while the current one is scored, and its
+	// norm loaded then, so that the load (a cache miss, in a large index)
+	// overlaps the work on the current one.
+	next := func() uint32 {
+		d := uint32(math.MaxUint32)
+		for i := range lists[:essential] {
+			c := &lists[i]
+			if c.pos < len(c.docs) && c.docs[c.pos] < d {
+				d = c.docs[c.pos]
 			}
-			pos := 0
-			for _, d := range cands {
-				pos += gallop(docs[pos:], d)
-				if pos == len(docs) {
-					break
-				}
-				if docs[pos] == d {
-					tf := float32(tfs[pos])
-					scores[d] += qt.w * tf / (tf + norm[d])
-				}
+		}
+		return d
+	}
+	d := next()
+	var nd float32
+	if d != math.MaxUint32 {
+		nd = norm.of(d)
+	}
+	for essential > 0 && d != math.MaxUint32 {
+		var score float32
+		after := uint32(math.MaxUint32)
+		for i := range lists[:essential] {
+			c := &lists[i]
+			contrib[i] = 0
+			if c.pos < len(c.docs) && c.docs[c.pos] == d {
+				tf := float32(c.tfs[c.pos])
+				contrib[i] = terms[i].w * tf / (tf + nd)
+				c.pos++
 			}
+			if c.pos < len(c.docs) && c.docs[c.pos] < after {
+				after = c.docs[c.pos]
+			}
+			score += contrib[i]
+		}
+		var nextNorm float32
+		if after != math.MaxUint32 {
+			nextNorm = norm.of(after)
+		}
+		cur, curNorm := d, nd
+		d, nd = after, nextNorm
+		kept := true
+		for i := essential; i < n; i++ {
+			if score+rests[i] < cut {
+				kept = false
+				break
+			}
+			c := &lists[i]
+			c.pos += gallop(c.docs[c.pos:], cur)
+			if c.pos < len(c.docs) && c.docs[c.pos] == cur {
+				tf := float32(c.tfs[c.pos])
+				score += terms[i].w * tf / (tf + curNorm)
+			}
+		}
+		if !kept {
+			s.pruned = true
 			continue
 		}
-		if !marked {
-			if len(s.bits) == 0 {
-				s.bits = make([]uint64, (x.n+63)/64)
-			}
-			for _, d := range cands {
-				s.bits[d>>6] |= 1 << (d & 63)
-			}
-			marked = true
+		// Documents come in corpus order: one that only ties the k-th
+		// comes later, so it is worse.
+		if len(top) == k && score <= top[0].score {
+			continue
 		}
-		bits := s.bits
-		for j, d := range docs {
-			if bits[d>>6]&(1<<(d&63)) != 0 {
-				tf := float32(tfs[j])
-				scores[d] += qt.w * tf / (tf + norm[d])
+		if slices.Contains(s.exclude, cur) {
+			continue
+		}
+		c := candidate{score: score, doc: cur}
+		if len(top) < k {
+			top = append(top, c)
+			siftUp(top, len(top)-1)
+		} else {
+			top[0] = c
+			siftDown(top, 0)
+		}
+		if len(top) == k && !x.exhaustive {
+			cut = max(cut, top[0].score*(1-1e-6))
+			before := essential
+			lower()
+			if essential < before {
+				// Fewer lists: the next document is the first of those.
+				if d = next(); d != math.MaxUint32 {
+					nd = norm.of(d)
+				}
 			}
 		}
 	}
-	if marked {
-		// Dropped candidates were unmarked as they went.
-		for _, d := range cands {
-			s.bits[d>>6] = 0
-		}
-	}
-	return cands
+	s.top = top
+	return top
 }
 
 // parse analyses the query into distinct index terms with their weights and
@@ -254,49 +286,6 @@ func (s *searcher) parse(x *Index, text string) error {
 		return 0
 	})
 	return nil
-}
-
-// kth returns the k-th best score among docs, leaving out excluded ones
-// (or 0 when fewer than k qualify).
-func (s *searcher) kth(docs []uint32, k int) float32 {
-	top := s.topK(docs, k)
-	if len(top) < k {
-		return 0
-	}
-	return top[len(top)-1].score
-}
-
-// topK returns the best k of docs, best first, leaving out excluded ones.
-func (s *searcher) topK(docs []uint32, k int) []candidate {
-	scores := s.scores
-	top := s.top[:0]
-	for _, d := range docs {
-		c := candidate{score: scores[d], doc: d}
-		if len(top) == k && (c.score < top[0].score || (c.score == top[0].score && c.doc > top[0].doc)) {
-			continue
-		}
-		if slices.Contains(s.exclude, d) {
-			continue
-		}
-		if len(top) < k {
-			top = append(top, c)
-			siftUp(top, len(top)-1)
-			continue
-		}
-		top[0] = c
-		siftDown(top, 0)
-	}
-	slices.SortFunc(top, func(a, b candidate) int {
-		switch {
-		case worse(b, a):
-			return -1
-		case worse(a, b):
-			return 1
-		}
-		return 0
-	})
-	s.top = top
-	return top
 }
 
 // gallop returns the index of the first element of docs that is >= d
@@ -351,4 +340,40 @@ func siftDown(h []candidate, i int) {
 		h[i], h[m] = h[m], h[i]
 		i = m
 	}
+}
+
+// lengthNorms gives the norm k1 * (1 - b + b*dl/avgdl) of each document
+// from its length, kept in two bytes a document (half the memory of the
+// norms themselves, so that more of them stay in cache), through a table
+// of the norm of every length below 65535; longer documents are looked
+// up in the index's four-byte lengths.
+type lengthNorms struct {
+	short         []uint16
+	long          []uint32
+	table         []float32
+	k1, b, avgLen float64
+}
+
+func newLengthNorms(docLen []uint32, k1, b, avgLen float64) lengthNorms {
+	n := lengthNorms{short: make([]uint16, len(docLen)), long: docLen, k1: k1, b: b, avgLen: avgLen}
+	n.table = make([]float32, math.MaxUint16)
+	for l := range n.table {
+		n.table[l] = n.norm(uint32(l))
+	}
+	for d, l := range docLen {
+		n.short[d] = uint16(min(l, math.MaxUint16))
+	}
+	return n
+}
+
+// norm is the norm of length l, as norms computes it.
+func (n *lengthNorms) norm(l uint32) float32 {
+	return float32(n.k1 * (1 - n.b + n.b*float64(l)/n.avgLen))
+}
+
+func (n *lengthNorms) of(d uint32) float32 {
+	if l := n.short[d]; l != math.MaxUint16 {
+		return n.table[l]
+	}
+	return n.norm(n.long[d])
 }

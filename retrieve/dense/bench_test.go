@@ -113,42 +113,7 @@ func benchIndex(b *testing.B, prec Precision) (dir string, n int, queries [][]fl
 // writeRawIndex writes an index of given vectors without embedding them:
 // passage i is "d<i>".
 func writeRawIndex(dir string, vecs []float32, n, dim int, prec Precision) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	w, err := newDocWriter(dir)
-	if err != nil {
-		return err
-	}
-	for i := range n {
-		id := "d" + strconv.Itoa(i)
-		if err := w.add(data.Passage{ID: id, Title: "Title " + id, Text: "text of " + id}); err != nil {
-			w.abort()
-			return err
-		}
-	}
-	if err := w.finish(); err != nil {
-		return err
-	}
-	const id = 0xbe9c4
-	h := newVectorsHeader(prec, n, dim, true, id)
-	err = writeVectorFile(filepath.Join(dir, vectorsFile), h, func(emit func([]float32) error) error {
-		const block = 8192
-		for lo := 0; lo < n; lo += block {
-			if err := emit(vecs[lo*dim : min(lo+block, n)*dim]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return writeMeta(dir, Meta{
-		Format: Format, Version: vectorsVersion, Model: "bench", Dim: dim,
-		QueryPrefix: DefaultQueryPrefix, PassagePrefix: DefaultPassagePrefix, Precision: prec,
-		Normalized: true, Metric: "inner_product", Passages: int64(n), BuildID: fmt.Sprintf("%016x", id),
-	})
+	return writeGenerated(dir, n, dim, prec, func(lo, hi int) []float32 { return vecs[lo*dim : hi*dim] })
 }
 
 // bandwidthBufs are the buffers memoryBandwidth copies and reads.

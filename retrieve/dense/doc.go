@@ -34,10 +34,14 @@
 // skipped inside the scan. SearchBatchVectors (and SearchBatch) score a
 // cache-sized block of rows against up to 64 queries before reading the
 // next, so a batch reads memory once rather than once per query. float16
-// and int8 rows are decoded on the fly. With OpenOptions.NProbe > 0 a
-// search scores only the rows of the NProbe IVF partitions (BuildIVF)
-// whose centroids are nearest the query, with the same arithmetic: probing
-// all partitions gives exactly the exact result.
+// and int8 rows are scored by assembly kernels (AVX2; portable Go
+// elsewhere) that convert them as they are read, so that a scan costs the
+// memory the rows take: float16 through F16C, int8 as an exact integer
+// sum against the query rounded to int16 levels (kernel.go). With
+// OpenOptions.NProbe > 0 a search scores only the rows of the NProbe IVF
+// partitions (BuildIVF) whose centroids are nearest the query, from a
+// copy of their vectors grouped by partition in ivf.bin, with the same
+// arithmetic: probing all partitions gives exactly the exact result.
 //
 // # The retrieve contract
 //
@@ -61,7 +65,10 @@
 // components: float32, float16, or int8 with one float32 scale per row
 // after the rows (score = scale * dot). docs.bin holds each passage (id,
 // title, text, sentences), an offset table and an id hash table for
-// exclusions. ivf.bin holds the centroids, and the rows of each partition,
-// ascending, tied to vectors.bin by its build id. See format.go, docs.go,
+// exclusions. ivf.bin holds the centroids, the rows of each partition,
+// ascending, and their vectors in that order at the index's precision,
+// tied to vectors.bin by its build id. BuildIVF reads vectors.bin a block
+// at a time, so its memory does not grow with the index beyond 8 bytes a
+// row. See format.go, docs.go,
 // chunks.go and ivf.go for the byte layouts.
 package dense

@@ -24,7 +24,7 @@ const (
 const (
 	vectorsVersion = 1
 	docsVersion    = 1
-	ivfVersion     = 1
+	ivfVersion     = 2
 	chunkVersion   = 1
 )
 
@@ -164,6 +164,12 @@ func (h vectorsHeader) encode() []byte {
 }
 
 func decodeVectorsHeader(b []byte) (vectorsHeader, error) {
+	return decodeVectorsHead(b, int64(len(b)))
+}
+
+// decodeVectorsHead checks the header at the start of b, of a vectors file
+// of size bytes.
+func decodeVectorsHead(b []byte, size int64) (vectorsHeader, error) {
 	var h vectorsHeader
 	if len(b) < pageHeader || string(b[:8]) != vectorsMagic {
 		return h, fmt.Errorf("%s: not a distill dense vector file: %w", vectorsFile, errCorrupt)
@@ -188,8 +194,8 @@ func decodeVectorsHeader(b []byte) (vectorsHeader, error) {
 		return h, fmt.Errorf("%s: %d rows of dimension %d: %w", vectorsFile, h.N, h.Dim, errCorrupt)
 	}
 	want := newVectorsHeader(p, int(h.N), int(h.Dim), h.Normalized, h.BuildID)
-	if h != want || h.size() != uint64(len(b)) {
-		return h, fmt.Errorf("%s: layout does not match %d rows of dimension %d (file %d bytes): %w", vectorsFile, h.N, h.Dim, len(b), errCorrupt)
+	if h != want || h.size() != uint64(size) {
+		return h, fmt.Errorf("%s: layout does not match %d rows of dimension %d (file %d bytes): %w", vectorsFile, h.N, h.Dim, size, errCorrupt)
 	}
 	return h, nil
 }

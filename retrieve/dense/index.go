@@ -100,16 +100,25 @@ func Open(dir string, opts OpenOptions) (*Index, error) {
 
 // rowsOf views the rows of a checked vectors.bin.
 func rowsOf(b []byte, h vectorsHeader) *rows {
-	s := &rows{n: int(h.N), dim: int(h.Dim), prec: h.Precision}
-	rb := b[h.RowsOff : h.RowsOff+h.RowsLen]
-	switch h.Precision {
+	var scales []byte
+	if h.Precision == Int8 {
+		scales = b[h.ScalesOff : h.ScalesOff+h.ScalesLen]
+	}
+	return viewRows(b[h.RowsOff:h.RowsOff+h.RowsLen], scales, int(h.N), int(h.Dim), h.Precision)
+}
+
+// viewRows views n stored rows of dimension dim, and their scales for
+// int8, in place.
+func viewRows(rb, scales []byte, n, dim int, prec Precision) *rows {
+	s := &rows{n: n, dim: dim, prec: prec}
+	switch prec {
 	case Float32:
 		s.f32 = raw.Load[float32](rb)
 	case Float16:
 		s.f16 = raw.Load[uint16](rb)
 	case Int8:
 		s.i8 = raw.Load[int8](rb)
-		s.scales = raw.Load[float32](b[h.ScalesOff : h.ScalesOff+h.ScalesLen])
+		s.scales = raw.Load[float32](scales)
 	}
 	return s
 }
@@ -311,7 +320,7 @@ func (x *Index) searchMany(ctx context.Context, vecs [][]float32, ks []int, excl
 					if qs[i] == nil {
 						continue
 					}
-					cs, err := x.ivf.search(ctx, &x.rows, qs[i], ks[i], x.nprobe, excl[i], inner)
+					cs, err := x.ivf.search(ctx, qs[i], ks[i], x.nprobe, excl[i], inner)
 					mu.Lock()
 					if err != nil && first == nil {
 						first = err

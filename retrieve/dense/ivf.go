@@ -17,7 +17,6 @@ import (
 
 	"github.com/viterin/vek/vek32"
 
-	"github.com/distill-rag/distill/retrieve/internal/mmap"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
@@ -67,29 +66,53 @@ type IVFMeta struct {
 //	  [8:12)  version
 //	  [12:16) partitions L
 //	  [16:20) dimension D
+//	  [20:24) precision code of the vectors (that of vectors.bin)
 //	  [24:32) rows N
 //	  [32:40) build id of the vectors.bin it partitions
 //	  [40:48) offset of the centroids, [48:56) of the list offsets,
-//	  [56:64) of the list rows
-//	  [64:68) CRC-32C of bytes [0:64)
+//	  [56:64) of the list rows, [64:72) of the list vectors,
+//	  [72:80) of the list scales (int8; else 0)
+//	  [80:84) CRC-32C of bytes [0:80)
 //	centroids  [L*D]float32, row after row
 //	listOff    [L+1]uint64: list j holds rows[listOff[j]:listOff[j+1]]
 //	rows       [N]uint32: every row once, ascending within a list
+//	vectors    [N*D] at the index's precision: the vector of rows[i] at
+//	           place i, so that a list's vectors are contiguous
+//	scales     [N]float32, int8 only: the scale of rows[i] at place i
+//
+// Version 1 had no vectors: a search read its rows where they lie in
+// vectors.bin, scattered, at several times the cost per row of a scan.
 type ivfHeader struct {
-	NList, Dim                   uint32
-	N, BuildID                   uint64
-	CentOff, ListOffOff, RowsOff uint64
+	NList, Dim                                      uint32
+	Precision                                       Precision
+	N, BuildID                                      uint64
+	CentOff, ListOffOff, RowsOff, VecOff, ScalesOff uint64
 }
 
-func newIVFHeader(nlist, dim, n int, id uint64) ivfHeader {
-	h := ivfHeader{NList: uint32(nlist), Dim: uint32(dim), N: uint64(n), BuildID: id}
+func newIVFHeader(nlist, dim int, prec Precision, n int, id uint64) ivfHeader {
+	h := ivfHeader{NList: uint32(nlist), Dim: uint32(dim), Precision: prec, N: uint64(n), BuildID: id}
 	h.CentOff = pageHeader
 	h.ListOffOff = align8(h.CentOff + 4*uint64(nlist)*uint64(dim))
 	h.RowsOff = h.ListOffOff + 8*uint64(nlist+1)
+	h.VecOff = align64(h.RowsOff + 4*uint64(n))
+	if prec == Int8 {
+		h.ScalesOff = align8(h.VecOff + h.vecLen())
+	}
 	return h
 }
 
-func (h ivfHeader) size() uint64 { return h.RowsOff + 4*h.N }
+func align64(n uint64) uint64 { return (n + 63) &^ 63 }
+
+func (h ivfHeader) vecLen() uint64 {
+	return h.N * uint64(h.Dim) * uint64(h.Precision.bytesPer())
+}
+
+func (h ivfHeader) size() uint64 {
+	if h.ScalesOff > 0 {
+		return h.ScalesOff + 4*h.N
+	}
+	return h.VecOff + h.vecLen()
+}
 
 func (h ivfHeader) encode() []byte {
 	b := make([]byte, pageHeader)
@@ -98,12 +121,15 @@ func (h ivfHeader) encode() []byte {
 	le.PutUint32(b[8:], ivfVersion)
 	le.PutUint32(b[12:], h.NList)
 	le.PutUint32(b[16:], h.Dim)
+	le.PutUint32(b[20:], h.Precision.code())
 	le.PutUint64(b[24:], h.N)
 	le.PutUint64(b[32:], h.BuildID)
 	le.PutUint64(b[40:], h.CentOff)
 	le.PutUint64(b[48:], h.ListOffOff)
 	le.PutUint64(b[56:], h.RowsOff)
-	le.PutUint32(b[64:], crc32.Checksum(b[:64], castagnoli))
+	le.PutUint64(b[64:], h.VecOff)
+	le.PutUint64(b[72:], h.ScalesOff)
+	le.PutUint32(b[80:], crc32.Checksum(b[:80], castagnoli))
 	return b
 }
 
@@ -114,6 +140,9 @@ type ivfIndex struct {
 	halfNorm  []float32 // |c|²/2 of each centroid
 	listOff   []uint64
 	rows      []uint32
+	// vecs holds the vectors in list order: its row i is row rows[i] of
+	// vectors.bin.
+	vecs rows
 }
 
 func openIVF(b []byte, vh vectorsHeader) (*ivfIndex, error) {
@@ -125,28 +154,34 @@ func openIVF(b []byte, vh vectorsHeader) (*ivfIndex, error) {
 		return bad("not a distill IVF file")
 	}
 	if v := le.Uint32(b[8:]); v != ivfVersion {
-		return nil, fmt.Errorf("%s: format version %d, this build reads version %d: build it again with BuildIVF", ivfFile, v, ivfVersion)
+		return nil, fmt.Errorf("%s: format version %d, this build reads version %d: build it again with BuildIVF (distill index --ivf)", ivfFile, v, ivfVersion)
 	}
-	if crc32.Checksum(b[:64], castagnoli) != le.Uint32(b[64:]) {
+	if crc32.Checksum(b[:80], castagnoli) != le.Uint32(b[80:]) {
 		return bad("header checksum")
 	}
 	nlist, dim, n, id := le.Uint32(b[12:]), le.Uint32(b[16:]), le.Uint64(b[24:]), le.Uint64(b[32:])
-	if id != vh.BuildID || dim != vh.Dim || n != vh.N {
+	if id != vh.BuildID || dim != vh.Dim || n != vh.N || le.Uint32(b[20:]) != vh.Precision.code() {
 		return nil, fmt.Errorf("%s was built for another vectors.bin (rebuilt since?): build it again with BuildIVF", ivfFile)
 	}
 	if nlist == 0 || uint64(nlist) > max(n, 1) {
 		return bad("partition count")
 	}
-	h := newIVFHeader(int(nlist), int(dim), int(n), id)
-	if le.Uint64(b[40:]) != h.CentOff || le.Uint64(b[48:]) != h.ListOffOff || le.Uint64(b[56:]) != h.RowsOff || uint64(len(b)) != h.size() {
+	h := newIVFHeader(int(nlist), int(dim), vh.Precision, int(n), id)
+	if le.Uint64(b[40:]) != h.CentOff || le.Uint64(b[48:]) != h.ListOffOff || le.Uint64(b[56:]) != h.RowsOff ||
+		le.Uint64(b[64:]) != h.VecOff || le.Uint64(b[72:]) != h.ScalesOff || uint64(len(b)) != h.size() {
 		return bad("layout")
 	}
 	x := &ivfIndex{
 		nlist:     int(nlist),
 		centroids: raw.Load[float32](b[h.CentOff : h.CentOff+4*uint64(nlist)*uint64(dim)]),
 		listOff:   raw.Load[uint64](b[h.ListOffOff:h.RowsOff]),
-		rows:      raw.Load[uint32](b[h.RowsOff:h.size()]),
+		rows:      raw.Load[uint32](b[h.RowsOff : h.RowsOff+4*n]),
 	}
+	var scales []byte
+	if h.ScalesOff > 0 {
+		scales = b[h.ScalesOff:h.size()]
+	}
+	x.vecs = *viewRows(b[h.VecOff:h.VecOff+h.vecLen()], scales, int(n), int(dim), vh.Precision)
 	if x.listOff[0] != 0 || x.listOff[nlist] != n {
 		return bad("list offsets")
 	}
@@ -188,11 +223,14 @@ func (x *ivfIndex) probeOrder(q []float32, dim int) []cand {
 	return cs
 }
 
+// span is a range of places in the list order: a partition's rows.
+type span struct{ lo, hi int }
+
 // search returns the k best rows of the nprobe partitions nearest q. When
 // those hold fewer than k rows that are not excluded, it goes on to the
 // next partitions, so a search returns k hits whenever the index has them.
-func (x *ivfIndex) search(ctx context.Context, s *rows, q []float32, k, nprobe int, excl []int32, workers int) ([]cand, error) {
-	cs := x.probeOrder(q, s.dim)
+func (x *ivfIndex) search(ctx context.Context, q []float32, k, nprobe int, excl []int32, workers int) ([]cand, error) {
+	cs := x.probeOrder(q, x.vecs.dim)
 	// Only the first nprobe partitions are usually needed: select them
 	// and sort the rest only if the search must go further.
 	t := newTopK(min(nprobe, len(cs)), nil)
@@ -208,31 +246,28 @@ func (x *ivfIndex) search(ctx context.Context, s *rows, q []float32, k, nprobe i
 	}
 	var rest []cand
 	result := newTopK(k, excl)
-	var buf []float32
-	if s.prec != Float32 {
-		buf = make([]float32, s.dim)
-	}
+	pq := x.vecs.prepare(q)
 	scanned, excluded := 0, 0
 	for {
-		segs := make([][]uint32, 0, len(order))
+		spans := make([]span, 0, len(order))
 		total := 0
 		for _, c := range order {
-			seg := x.rows[x.listOff[c.row]:x.listOff[c.row+1]]
-			segs = append(segs, seg)
-			total += len(seg)
+			sp := span{int(x.listOff[c.row]), int(x.listOff[c.row+1])}
+			spans = append(spans, sp)
+			total += sp.hi - sp.lo
 			if len(excl) > 0 {
-				for _, r := range seg {
+				for _, r := range x.rows[sp.lo:sp.hi] {
 					if _, found := slices.BinarySearch(excl, int32(r)); found {
 						excluded++
 					}
 				}
 			}
 		}
-		if err := x.scanLists(ctx, s, q, segs, total, result, buf, workers); err != nil {
+		if err := x.scanLists(ctx, pq, spans, total, result, workers); err != nil {
 			return nil, err
 		}
 		scanned += total
-		if scanned-excluded >= k || scanned >= s.n {
+		if scanned-excluded >= k || scanned >= x.vecs.n {
 			break
 		}
 		// Too few rows: probe as many partitions again as so far, nearest
@@ -254,12 +289,12 @@ func (x *ivfIndex) search(ctx context.Context, s *rows, q []float32, k, nprobe i
 	return merge(k, result), nil
 }
 
-// scanLists offers the rows of segs to result, split among goroutines when
-// there are many.
-func (x *ivfIndex) scanLists(ctx context.Context, s *rows, q []float32, segs [][]uint32, total int, result *topK, buf []float32, workers int) error {
-	parts := s.parts(total, workers)
+// scanLists offers the rows of spans to result, split among goroutines
+// when there are many.
+func (x *ivfIndex) scanLists(ctx context.Context, q prepared, spans []span, total int, result *topK, workers int) error {
+	parts := x.vecs.parts(total, workers)
 	if parts == 1 {
-		return scanRows(ctx, s, q, segs, 0, total, result, buf)
+		return x.scanSpans(ctx, q, spans, 0, total, result)
 	}
 	ts := make([]*topK, parts)
 	errs := make([]error, parts)
@@ -267,11 +302,7 @@ func (x *ivfIndex) scanLists(ctx context.Context, s *rows, q []float32, segs [][
 	for p := range parts {
 		ts[p] = newTopK(result.k, result.excl)
 		wg.Go(func() {
-			var b []float32
-			if s.prec != Float32 {
-				b = make([]float32, s.dim)
-			}
-			errs[p] = scanRows(ctx, s, q, segs, p*total/parts, (p+1)*total/parts, ts[p], b)
+			errs[p] = x.scanSpans(ctx, q, spans, p*total/parts, (p+1)*total/parts, ts[p])
 		})
 	}
 	wg.Wait()
@@ -290,26 +321,32 @@ func (x *ivfIndex) scanLists(ctx context.Context, s *rows, q []float32, segs [][
 	return nil
 }
 
-// scanRows offers the rows at positions [lo, hi) of the concatenation of
-// segs to t.
-func scanRows(ctx context.Context, s *rows, q []float32, segs [][]uint32, lo, hi int, t *topK, buf []float32) error {
+// scanSpans offers the rows at positions [lo, hi) of the concatenation of
+// spans to t: the vectors of a span lie one after the other.
+func (x *ivfIndex) scanSpans(ctx context.Context, q prepared, spans []span, lo, hi int, t *topK) error {
+	var scores []float32
 	pos := 0
-	for _, seg := range segs {
+	for _, sp := range spans {
 		if pos >= hi {
 			break
 		}
-		a, b := max(lo-pos, 0), min(hi-pos, len(seg))
-		pos += len(seg)
-		if a >= b {
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		for _, r := range seg[a:b] {
-			if v := s.score(q, int(r), buf); v >= t.floor {
-				t.offer(v, int32(r))
+		a, b := max(lo-pos, 0), min(hi-pos, sp.hi-sp.lo)
+		pos += sp.hi - sp.lo
+		for a < b {
+			if err := ctx.Err(); err != nil {
+				return err
 			}
+			end := min(b, a+scanBlock)
+			if scores == nil {
+				scores = make([]float32, min(scanBlock, hi-lo))
+			}
+			x.vecs.dots(q, sp.lo+a, sp.lo+end, scores)
+			for i, v := range scores[:end-a] {
+				if v >= t.floor {
+					t.offer(v, int32(x.rows[sp.lo+a+i]))
+				}
+			}
+			a = end
 		}
 	}
 	return nil
@@ -323,30 +360,32 @@ func scanRows(ctx context.Context, s *rows, q []float32, segs [][]uint32, lo, hi
 // the partitions whose centroids are nearest the query and scores their
 // rows exactly, with the same arithmetic as the exact search: probing every
 // partition gives the exact result.
+//
+// ivf.bin holds a copy of the vectors, grouped by partition, so that a
+// search reads each probed partition in one sweep. The build reads
+// vectors.bin with plain reads, a block at a time: besides its sample of
+// SampleSize vectors, it keeps 8 bytes per row in memory (4 for int8
+// scales).
 func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error) {
 	start := time.Now()
 	meta, err := readMeta(dir)
 	if err != nil {
 		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
 	}
-	b, unmap, err := mmap.Map(filepath.Join(dir, vectorsFile), false)
+	vf, err := openVectorFile(filepath.Join(dir, vectorsFile))
 	if err != nil {
 		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
 	}
-	defer unmap()
-	vh, err := decodeVectorsHeader(b)
-	if err != nil {
-		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
-	}
-	s := rowsOf(b, vh)
-	if s.n == 0 {
+	defer vf.Close()
+	n, dim := vf.n(), int(vf.h.Dim)
+	if n == 0 {
 		return IVFStats{}, errors.New("build IVF: the index is empty")
 	}
 	nlist := opts.NList
 	if nlist <= 0 {
-		nlist = int(math.Round(4 * math.Sqrt(float64(s.n))))
+		nlist = int(math.Round(4 * math.Sqrt(float64(n))))
 	}
-	nlist = max(1, min(nlist, s.n))
+	nlist = max(1, min(nlist, n))
 	iters := opts.Iterations
 	if iters <= 0 {
 		iters = 10
@@ -355,13 +394,15 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 	if sample <= 0 {
 		sample = 64 * nlist
 	}
-	sample = max(nlist, min(sample, s.n))
+	sample = max(nlist, min(sample, n))
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	km := &kmeans{dim: s.dim, k: nlist, workers: workers, rng: rand.New(rand.NewPCG(opts.Seed, 0x1f5eed))}
-	km.points = km.sample(s, sample)
+	km := &kmeans{dim: dim, k: nlist, workers: workers, rng: rand.New(rand.NewPCG(opts.Seed, 0x1f5eed))}
+	if km.points, err = km.sample(vf, sample); err != nil {
+		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
+	}
 	if err := km.init(ctx); err != nil {
 		return IVFStats{}, err
 	}
@@ -370,9 +411,9 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 		return IVFStats{}, err
 	}
 	// Assign every row, a block at a time.
-	labels := make([]int32, s.n)
-	if err := km.assignRows(ctx, s, labels); err != nil {
-		return IVFStats{}, err
+	labels := make([]int32, n)
+	if err := km.assignRows(ctx, vf, labels); err != nil {
+		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
 	}
 	listOff := make([]uint64, nlist+1)
 	for _, l := range labels {
@@ -388,19 +429,40 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 		listOff[j+1] += listOff[j]
 	}
 	next := slices.Clone(listOff[:nlist])
-	members := make([]uint32, s.n)
+	members := make([]uint32, n)
 	for r, l := range labels {
 		members[next[l]] = uint32(r)
 		next[l]++
 	}
-	h := newIVFHeader(nlist, s.dim, s.n, vh.BuildID)
+	h := newIVFHeader(nlist, dim, vf.h.Precision, n, vf.h.BuildID)
 	err = writeAtomic(filepath.Join(dir, ivfFile), func(w *bufio.Writer) error {
 		w.Write(h.encode())
 		w.Write(raw.Bytes(km.centroids))
 		w.Write(make([]byte, h.ListOffOff-(h.CentOff+4*uint64(len(km.centroids)))))
 		w.Write(raw.Bytes(listOff))
-		_, err := w.Write(raw.Bytes(members))
-		return err
+		w.Write(raw.Bytes(members))
+		w.Write(make([]byte, h.VecOff-(h.RowsOff+4*uint64(n))))
+		if err := copyRows(ctx, vf, members, w); err != nil {
+			return err
+		}
+		if h.ScalesOff == 0 {
+			return nil
+		}
+		w.Write(make([]byte, h.ScalesOff-(h.VecOff+h.vecLen())))
+		all := make([]byte, 4*n)
+		if err := vf.rawScales(0, n, all); err != nil {
+			return err
+		}
+		scales := raw.Load[float32](all)
+		out := make([]float32, 0, 4096)
+		for i, r := range members {
+			out = append(out, scales[r])
+			if len(out) == cap(out) || i == n-1 {
+				w.Write(raw.Bytes(out))
+				out = out[:0]
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
@@ -414,4 +476,33 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 		return st, fmt.Errorf("build IVF: %w", err)
 	}
 	return st, nil
+}
+
+// copyRows writes the stored bytes of the rows of members, in that order.
+// Rows are read in runs of consecutive rows (members ascend within a
+// partition).
+func copyRows(ctx context.Context, vf *vectorFile, members []uint32, w *bufio.Writer) error {
+	const maxRun = 256
+	var buf []byte
+	for i := 0; i < len(members); {
+		if i%(1<<16) == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		j := i + 1
+		for j < len(members) && j-i < maxRun && members[j] == members[j-1]+1 {
+			j++
+		}
+		lo := int(members[i])
+		b := grow(&buf, (j-i)*vf.rowBytes)
+		if err := vf.rawRows(lo, lo+j-i, b); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }

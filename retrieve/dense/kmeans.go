@@ -1,6 +1,7 @@
 package dense
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"math/rand/v2"
@@ -26,17 +27,23 @@ func (km *kmeans) m() int { return len(km.points) / km.dim }
 // sample copies m rows chosen uniformly without replacement (selection
 // sampling: one pass, rows in order), decoded to float32 and scaled by
 // their int8 scale where there is one.
-func (km *kmeans) sample(s *rows, m int) []float32 {
-	out := make([]float32, 0, m*s.dim)
-	buf := make([]float32, s.dim)
+func (km *kmeans) sample(vf *vectorFile, m int) ([]float32, error) {
+	n := vf.n()
+	out := make([]float32, 0, m*km.dim)
+	buf := make([]float32, km.dim)
+	var raw blockBuf
 	need := m
-	for r := 0; r < s.n && need > 0; r++ {
-		if km.rng.IntN(s.n-r) < need {
-			out = append(out, s.vectors(r, r+1, buf)...)
+	for r := 0; r < n && need > 0; r++ {
+		if km.rng.IntN(n-r) < need {
+			row, err := vf.block(r, r+1, &raw)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, row.vectors(0, 1, buf)...)
 			need--
 		}
 	}
-	return out
+	return out, nil
 }
 
 // parallel runs fn over [0, n) split into blocks, on km.workers goroutines.
@@ -245,16 +252,30 @@ func (km *kmeans) splitEmpty(counts []int) {
 	}
 }
 
-// assignRows labels every stored row with its nearest centroid.
-func (km *kmeans) assignRows(ctx context.Context, s *rows, labels []int32) error {
+// assignRows labels every stored row with its nearest centroid, reading
+// the rows a block at a time.
+func (km *kmeans) assignRows(ctx context.Context, vf *vectorFile, labels []int32) error {
 	const block = 256
-	type scratch struct{ buf, best []float32 }
+	type scratch struct {
+		raw       blockBuf
+		buf, best []float32
+	}
 	pool := sync.Pool{New: func() any {
-		return &scratch{buf: make([]float32, block*s.dim), best: make([]float32, block)}
+		return &scratch{buf: make([]float32, block*km.dim), best: make([]float32, block)}
 	}}
-	return km.parallel(ctx, s.n, block, func(lo, hi int) {
+	var mu sync.Mutex
+	var first error
+	err := km.parallel(ctx, vf.n(), block, func(lo, hi int) {
 		sc := pool.Get().(*scratch)
-		km.assign(s.vectors(lo, hi, sc.buf), labels[lo:hi], sc.best)
-		pool.Put(sc)
+		defer pool.Put(sc)
+		s, err := vf.block(lo, hi, &sc.raw)
+		if err != nil {
+			mu.Lock()
+			first = cmp.Or(first, err)
+			mu.Unlock()
+			return
+		}
+		km.assign(s.vectors(0, hi-lo, sc.buf), labels[lo:hi], sc.best)
 	})
+	return cmp.Or(first, err)
 }

@@ -116,9 +116,10 @@ func merge(k int, ts ...*topK) []cand {
 	return all
 }
 
-// rows decodes stored rows for scoring. Every way of scoring a row (the
-// exact scan, the batched scan, IVF) goes through the same arithmetic, so a
-// row scores the same whichever path found it.
+// rows are stored vectors at their precision: those of vectors.bin, or
+// their copy in ivf.bin, grouped by partition. Every way of scoring a row
+// (the exact scan, the batched scan, IVF) goes through dots, so a row
+// scores the same whichever path found it.
 type rows struct {
 	n, dim int
 	prec   Precision
@@ -166,43 +167,63 @@ func (s *rows) vectors(lo, hi int, buf []float32) []float32 {
 	return out
 }
 
-// score returns q·row r; buf holds at least dim floats.
-func (s *rows) score(q []float32, r int, buf []float32) float32 {
-	v := vek32.Dot(q, s.decode(r, r+1, buf))
+// prepared is a query made ready to score rows of one precision: int8
+// rows take it rounded to int16 levels (int8Query), once per search.
+type prepared struct {
+	f     []float32
+	i     []int16
+	scale float32
+}
+
+func (s *rows) prepare(q []float32) prepared {
+	p := prepared{f: q}
 	if s.prec == Int8 {
-		v *= s.scales[r]
+		p.i = make([]int16, len(q))
+		p.scale = int8Query(q, p.i)
 	}
-	return v
+	return p
+}
+
+// dots sets out[i] to the score of row lo+i with q, for rows [lo, hi):
+// the inner product. Every way of scoring (the exact scan, the batched
+// scan, IVF) goes through it. float16 rows are converted inside the kernel
+// (kernel.go) as they are read, so that they cost the memory they take,
+// not a decoding pass. For int8 rows the kernel sums the products with the
+// query's int16 levels exactly, in integers; the score is that sum times
+// the query's and the row's scales.
+func (s *rows) dots(q prepared, lo, hi int, out []float32) {
+	d := s.dim
+	out = out[:hi-lo]
+	switch s.prec {
+	case Float16:
+		dotsF16(q.f, s.f16[lo*d:hi*d], out)
+	case Int8:
+		dotsI8(q.i, s.i8[lo*d:hi*d], out)
+		for i, sc := range s.scales[lo:hi] {
+			out[i] *= q.scale * sc
+		}
+	default:
+		for r := lo; r < hi; r++ {
+			out[r-lo] = vek32.Dot(q.f, s.f32[r*d:(r+1)*d])
+		}
+	}
 }
 
 // scanBlock is the number of rows scored between checks of the context.
 const scanBlock = 4096
 
 // scan offers rows [lo, hi) to t.
-func (s *rows) scan(ctx context.Context, q []float32, lo, hi int, t *topK) error {
-	d := s.dim
-	var buf []float32
-	if s.prec != Float32 {
-		buf = make([]float32, d)
-	}
+func (s *rows) scan(ctx context.Context, q prepared, lo, hi int, t *topK) error {
+	scores := make([]float32, min(scanBlock, hi-lo))
 	for b := lo; b < hi; b += scanBlock {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		end := min(b+scanBlock, hi)
-		if s.prec == Float32 {
-			vecs := s.f32[b*d : end*d]
-			for r := b; r < end; r++ {
-				v := vek32.Dot(q, vecs[(r-b)*d:(r-b+1)*d])
-				if v >= t.floor {
-					t.offer(v, int32(r))
-				}
-			}
-			continue
-		}
-		for r := b; r < end; r++ {
-			if v := s.score(q, r, buf); v >= t.floor {
-				t.offer(v, int32(r))
+		s.dots(q, b, end, scores)
+		for i, v := range scores[:end-b] {
+			if v >= t.floor {
+				t.offer(v, int32(b+i))
 			}
 		}
 	}
@@ -222,6 +243,7 @@ func (s *rows) parts(n, workers int) int {
 // among up to workers goroutines.
 func (s *rows) exact(ctx context.Context, q []float32, k int, excl []int32, workers int) ([]cand, error) {
 	parts := s.parts(s.n, workers)
+	pq := s.prepare(q)
 	ts := make([]*topK, parts)
 	errs := make([]error, parts)
 	var wg sync.WaitGroup
@@ -229,10 +251,10 @@ func (s *rows) exact(ctx context.Context, q []float32, k int, excl []int32, work
 		ts[p] = newTopK(k, excl)
 		lo, hi := p*s.n/parts, (p+1)*s.n/parts
 		if parts == 1 {
-			errs[p] = s.scan(ctx, q, lo, hi, ts[p])
+			errs[p] = s.scan(ctx, pq, lo, hi, ts[p])
 			break
 		}
-		wg.Go(func() { errs[p] = s.scan(ctx, q, lo, hi, ts[p]) })
+		wg.Go(func() { errs[p] = s.scan(ctx, pq, lo, hi, ts[p]) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -249,8 +271,8 @@ func (s *rows) exact(ctx context.Context, q []float32, k int, excl []int32, work
 const batchBlockBytes = 128 << 10
 
 // exactBatch returns the best rows for many queries at once: each block of
-// rows is read from memory (and decoded) once and scored against every
-// query while it is in cache. ks[i] and excl[i] belong to qs[i]; a nil
+// rows is read from memory once and scored against every query while it
+// is in cache. ks[i] and excl[i] belong to qs[i]; a nil
 // query is skipped.
 func (s *rows) exactBatch(ctx context.Context, qs [][]float32, ks []int, excl [][]int32, workers int) ([][]cand, error) {
 	d := s.dim
@@ -259,7 +281,13 @@ func (s *rows) exactBatch(ctx context.Context, qs [][]float32, ks []int, excl []
 		return out, nil
 	}
 	parts := s.parts(s.n, workers)
-	blockRows := max(1, batchBlockBytes/(4*max(1, d)))
+	blockRows := max(1, batchBlockBytes/(s.prec.bytesPer()*max(1, d)))
+	pqs := make([]prepared, len(qs))
+	for i, q := range qs {
+		if q != nil {
+			pqs[i] = s.prepare(q)
+		}
+	}
 	ts := make([][]*topK, parts)
 	errs := make([]error, parts)
 	work := func(p int) {
@@ -269,10 +297,7 @@ func (s *rows) exactBatch(ctx context.Context, qs [][]float32, ks []int, excl []
 			mine[i] = newTopK(ks[i], excl[i])
 		}
 		ts[p] = mine
-		var buf []float32
-		if s.prec != Float32 {
-			buf = make([]float32, blockRows*d)
-		}
+		scores := make([]float32, blockRows)
 		for b := lo; b < hi; b += blockRows {
 			if (b-lo)%scanBlock < blockRows {
 				if err := ctx.Err(); err != nil {
@@ -281,19 +306,15 @@ func (s *rows) exactBatch(ctx context.Context, qs [][]float32, ks []int, excl []
 				}
 			}
 			end := min(b+blockRows, hi)
-			vecs := s.decode(b, end, buf)
 			for i, q := range qs {
 				if q == nil {
 					continue
 				}
 				t := mine[i]
-				for r := b; r < end; r++ {
-					v := vek32.Dot(q, vecs[(r-b)*d:(r-b+1)*d])
-					if s.prec == Int8 {
-						v *= s.scales[r]
-					}
+				s.dots(pqs[i], b, end, scores)
+				for j, v := range scores[:end-b] {
 					if v >= t.floor {
-						t.offer(v, int32(r))
+						t.offer(v, int32(b+j))
 					}
 				}
 			}

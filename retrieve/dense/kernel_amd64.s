@@ -1,0 +1,141 @@
+#include "textflag.h"
+
+// ARGS loads the arguments of a kernel (q, dim, rows, n, out) into SI, DX,
+// DI, CX and R8, dim rounded down to a multiple of 32 into BX, and tests n.
+#define ARGS \
+	MOVQ q+0(FP), SI; \
+	MOVQ dim+8(FP), DX; \
+	MOVQ rows+16(FP), DI; \
+	MOVQ n+24(FP), CX; \
+	MOVQ out+32(FP), R8; \
+	MOVQ DX, BX; \
+	ANDQ $-32, BX; \
+	TESTQ CX, CX
+
+// func dotsI8AVX2(q *int16, dim int, rows *int8, n int, out *float32)
+//
+// out[i] = q · row i as an exact integer sum (converted to float32), for n
+// rows of dim int8 components (dim a multiple of 16) and a query rounded
+// to int16: the bytes are widened to int16 and multiplied in pairs into
+// int32 lanes (VPMADDWD), two shuffles per 32 bytes where converting to
+// float32 takes four. The caller keeps the sum within int32.
+TEXT ·dotsI8AVX2(SB), NOSPLIT, $0-40
+	ARGS
+	JZ   i8done
+
+i8row:
+	VPXOR Y0, Y0, Y0
+	VPXOR Y1, Y1, Y1
+	XORQ AX, AX
+	TESTQ BX, BX
+	JZ   i8tail
+
+i8loop:
+	VPMOVSXBW (DI)(AX*1), Y4
+	VPMOVSXBW 16(DI)(AX*1), Y5
+	VPMADDWD (SI)(AX*2), Y4, Y4
+	VPMADDWD 32(SI)(AX*2), Y5, Y5
+	VPADDD Y4, Y0, Y0
+	VPADDD Y5, Y1, Y1
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JB   i8loop
+
+i8tail:
+	CMPQ AX, DX
+	JAE  i8reduce
+	VPMOVSXBW (DI)(AX*1), Y4
+	VPMADDWD (SI)(AX*2), Y4, Y4
+	VPADDD Y4, Y0, Y0
+	ADDQ $16, AX
+	JMP  i8tail
+
+i8reduce:
+	VPADDD Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPADDD X1, X0, X0
+	VPHADDD X0, X0, X0
+	VPHADDD X0, X0, X0
+	VCVTDQ2PS X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	ADDQ DX, DI
+	DECQ CX
+	JNZ  i8row
+
+i8done:
+	VZEROUPPER
+	RET
+
+// func dotsF16AVX2(q *float32, dim int, rows *uint16, n int, out *float32)
+//
+// The same for half-precision components, converted by F16C.
+TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-40
+	ARGS
+	JZ   f16done
+
+f16row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+	TESTQ BX, BX
+	JZ   f16tail
+
+f16loop:
+	VCVTPH2PS (DI)(AX*2), Y4
+	VCVTPH2PS 16(DI)(AX*2), Y5
+	VCVTPH2PS 32(DI)(AX*2), Y6
+	VCVTPH2PS 48(DI)(AX*2), Y7
+	VFMADD231PS (SI)(AX*4), Y4, Y0
+	VFMADD231PS 32(SI)(AX*4), Y5, Y1
+	VFMADD231PS 64(SI)(AX*4), Y6, Y2
+	VFMADD231PS 96(SI)(AX*4), Y7, Y3
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JB   f16loop
+
+f16tail:
+	CMPQ AX, DX
+	JAE  f16reduce
+	VCVTPH2PS (DI)(AX*2), Y4
+	VFMADD231PS (SI)(AX*4), Y4, Y0
+	ADDQ $8, AX
+	JMP  f16tail
+
+f16reduce:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	LEAQ (DI)(DX*2), DI
+	DECQ CX
+	JNZ  f16row
+
+f16done:
+	VZEROUPPER
+	RET
+
+// func cpuid(leaf, sub uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL leaf+0(FP), AX
+	MOVL sub+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv() (lo uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-4
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, lo+0(FP)
+	RET
