@@ -50,8 +50,8 @@ func TestBenchOffline(t *testing.T) {
 	}
 	// The judge was trained on the sample's questions, which the benchmark
 	// ran again: it says so, loudly, in its log and its report.
-	if l := trained.Leakage; l == nil || !l.Known || l.Overlap == 0 || l.Questions != 40 {
-		t.Errorf("trained report: leakage %+v, want the overlap of the 40 questions with the training questions", l)
+	if l := trained.Leakage; l == nil || !l.Known || l.Overlap == 0 || l.Questions != 20 {
+		t.Errorf("trained report: leakage %+v, want the overlap of the 20 questions with the training questions", l)
 	}
 	if !strings.Contains(r.stdout, "WARNING: LEAKAGE") || !strings.Contains(r.stderr, "LEAKAGE") {
 		t.Errorf("bench on the judge's training questions does not warn: stdout %q, stderr %q", r.stdout[:min(len(r.stdout), 400)], r.stderr)

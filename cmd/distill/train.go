@@ -15,11 +15,11 @@ import (
 
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/finetune/gguf"
 	"github.com/distill-rag/distill/finetune/local"
 	"github.com/distill-rag/distill/finetune/slurm"
 	"github.com/distill-rag/distill/finetune/trainer"
+	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/judge"
 )
 
