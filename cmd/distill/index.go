@@ -248,7 +248,8 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 		return err
 	}
 	return printCounts(c.App.Writer, [][2]any{
-		{"index", cfg.String()}, {"passages loaded", st.Loaded}, {"time", fmt.Sprintf("%.2fs", st.Elapsed.Seconds())},
+		{"index", cfg.String()}, {"passages loaded", st.Loaded},
+		{"time", fmt.Sprintf("%.2fs (%.0f passages/s)", st.Elapsed.Seconds(), float64(st.Loaded)/max(st.Elapsed.Seconds(), 1e-9))},
 		{"use", "--index " + cfg.String()},
 	})
 }
