@@ -36,7 +36,9 @@ adds an approximate index (search it with --nprobe).
 (Elasticsearch 8 or OpenSearch 2, --es-flavor), BM25 with k1 and b set in the index, and
 dense vectors too when --embed-model is given (--es-knn-engine); a load that was
 interrupted goes on when the same command runs again. Retrieve from it with
---index es://HOST:PORT/NAME. Credentials come from DISTILL_ES_API_KEY or
+--index es://HOST:PORT/NAME (BM25), or by its vectors with ?search=knn (the graph) or
+?search=exact (every vector) after the name: queries are embedded by the model, and on the
+server, that the load recorded (--embed-base-url moves it). Credentials come from DISTILL_ES_API_KEY or
 DISTILL_ES_USERNAME and DISTILL_ES_PASSWORD.
 
 An index directory appears only once complete; distill search, rollout and bench open
@@ -231,11 +233,13 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b"), Engine: c.String("es-knn-engine")}
 	if m := c.String("embed-model"); m != "" {
 		px, inputType := embedPrefixes(c)
-		emb, err := embedder(c, m, c.String("embed-base-url"), inputType)
+		base := orSharedBaseURL(c, c.String("embed-base-url"))
+		emb, err := embedder(c, m, base, inputType)
 		if err != nil {
 			return err
 		}
-		opts.Vectors = &elastic.Vectors{Embed: elastic.EmbedPassages(emb, px.Passage)}
+		opts.Vectors = &elastic.Vectors{Embed: elastic.EmbedPassages(emb, px.Passage),
+			Embedding: &elastic.Embedding{Model: m, BaseURL: base, InputType: inputType != "", QueryPrefix: px.Query}}
 	}
 	bar := newProgress(c, total, "loading", "passages")
 	opts.Progress = func(st elastic.Stats) { bar.Set64(st.Loaded) }
@@ -247,9 +251,15 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 	if err != nil {
 		return err
 	}
+	use := "--index " + cfg.String()
+	if opts.Vectors != nil {
+		knn := cfg
+		knn.Search = elastic.SearchKNN
+		use += " (BM25), --index " + knn.String() + " (kNN over its vectors)"
+	}
 	return printCounts(c.App.Writer, [][2]any{
 		{"index", cfg.String()}, {"passages loaded", st.Loaded},
 		{"time", fmt.Sprintf("%.2fs (%.0f passages/s)", st.Elapsed.Seconds(), float64(st.Loaded)/max(st.Elapsed.Seconds(), 1e-9))},
-		{"use", "--index " + cfg.String()},
+		{"use", use},
 	})
 }

@@ -16,11 +16,14 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve/elastic/opensearchtest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -77,6 +80,76 @@ func buildDistill(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// TestOpenSearchVectorsFromTheCommandLine loads the sample's corpus with
+// vectors (an embeddings server on loopback) into the real node, with the
+// Lucene engine, and searches it from the command line by kNN and exactly,
+// by the model and server the load recorded: the graph's top 10 must hold
+// the exact top 10 (a few hundred vectors), and a rollout runs over BM25
+// and kNN of the node fused with a BM25 directory.
+func TestOpenSearchVectorsFromTheCommandLine(t *testing.T) {
+	node := opensearchtest.Start(t, opensearchtest.Options{Heap: "512m"})
+	emb := llmtest.NewServer(llmtest.Options{EmbeddingDim: 32})
+	defer emb.Close()
+	t.Setenv("OPENAI_API_KEY", "")
+	bin := buildDistill(t)
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"--quiet"}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) {
+				t.Fatalf("distill %s: %v\n%s", strings.Join(args, " "), err, exit.Stderr)
+			}
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	run("index", "--kind", "elasticsearch", "--dataset", "sample", "--es-url", node.URL, "--es-index", "vectors",
+		"--embed-model", "e5-test", "--embed-base-url", emb.URL(), "--es-knn-engine", "lucene")
+	u, err := url.Parse(node.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := "es://" + u.Host + "/vectors"
+	ids := func(search, query string) []string {
+		var got []string
+		for _, line := range strings.Split(strings.TrimSpace(run("search", "--index", index+"?search="+search, "-k", "10", "--json", query)), "\n") {
+			var h struct{ ID string }
+			if err := json.Unmarshal([]byte(line), &h); err != nil {
+				t.Fatalf("search output %q: %v", line, err)
+			}
+			got = append(got, h.ID)
+		}
+		return got
+	}
+	for _, q := range []string{"director born city", "which magazine was started first", "river longest country"} {
+		knn, exact := ids("knn", q), ids("exact", q)
+		if len(exact) != 10 || !sameSet(knn, exact) {
+			t.Errorf("%q: kNN %v, exact %v: want the same 10", q, knn, exact)
+		}
+	}
+	run("index", "--dataset", "sample", "--out", "bm25")
+	run("rollout", "--index", "bm25,"+index+","+index+"?search=knn", "--out", "ro", "--limit", "10")
+	rows := checkTrajectories(t, filepath.Join(dir, "ro", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:10]))
+	if len(rows) == 0 || len(rows[len(rows)-1].Retrieved) == 0 {
+		t.Error("nothing retrieved through the hybrid of the node and a BM25 directory")
+	}
+}
+
+// sameSet reports whether a and b hold the same strings.
+func sameSet(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(x, y)
 }
 
 // TestOpenSearchIndexKill9 kills `distill index --kind elasticsearch` with

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -26,26 +27,33 @@ func retrieverFlags() []cli.Flag {
 }
 
 // indexSpecHelp says what --index takes.
-const indexSpecHelp = "index: a `DIR` built by distill index (BM25 or dense), es://HOST:PORT/NAME (Elasticsearch or OpenSearch; ess:// for https), or several joined by commas (hybrid: reciprocal rank fusion)"
+const indexSpecHelp = "index: a `DIR` built by distill index (BM25 or dense), es://HOST:PORT/NAME (Elasticsearch or OpenSearch; ess:// for https; ?search=knn or ?search=exact searches the vectors it was loaded with), or several joined by commas (hybrid: reciprocal rank fusion)"
 
 // indexKinds is the registry of the kinds of index that --index opens:
 // the one place where they are wired.
 func indexKinds(c *cli.Context) *retrieve.Registry {
-	embed := func(m dense.Meta) (llm.Embedder, error) {
-		base := c.String("embed-base-url")
-		if base == "" {
-			base = m.BaseURL
+	// Queries are embedded by the model an index was built with, on the
+	// server it was built with unless --embed-base-url says otherwise.
+	queryEmbedder := func(model, base string, inputType bool) (llm.Embedder, error) {
+		if u := c.String("embed-base-url"); u != "" {
+			base = u
 		}
-		inputType := ""
-		if m.InputType {
-			inputType = "query"
+		it := ""
+		if inputType {
+			it = "query"
 		}
-		return embedder(c, m.Model, base, inputType)
+		return embedder(c, model, base, it)
+	}
+	denseEmbed := func(m dense.Meta) (llm.Embedder, error) {
+		return queryEmbedder(m.Model, m.BaseURL, m.InputType)
+	}
+	esEmbed := func(_ context.Context, e elastic.Embedding) (elastic.Embedder, error) {
+		return queryEmbedder(e.Model, e.BaseURL, e.InputType)
 	}
 	return retrieve.NewRegistry(
 		bm25.Kind(),
-		dense.Kind(embed, dense.OpenOptions{NProbe: c.Int("nprobe")}),
-		elastic.Kind(elastic.OpenOptions{}),
+		dense.Kind(denseEmbed, dense.OpenOptions{NProbe: c.Int("nprobe")}),
+		elastic.Kind(elastic.OpenOptions{EmbedderFor: esEmbed}),
 	)
 }
 

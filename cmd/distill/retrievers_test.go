@@ -29,6 +29,7 @@ func TestIndexKinds(t *testing.T) {
 		{"index", "--dataset", "sample", "--out", "bm25"},
 		{"index", "--kind", "dense", "--dataset", "sample", "--out", "dense", "--embed-model", "e5-test", "--embed-base-url", emb.URL(), "--ivf"},
 		{"index", "--kind", "elasticsearch", "--dataset", "sample", "--es-url", es.URL(), "--es-index", "sample"},
+		{"index", "--kind", "elasticsearch", "--dataset", "sample", "--es-url", es.URL(), "--es-index", "vectors", "--embed-model", "e5-test", "--embed-base-url", emb.URL()},
 	}
 	for _, args := range steps {
 		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
@@ -45,6 +46,18 @@ func TestIndexKinds(t *testing.T) {
 		if r.code != 0 || strings.Count(r.stdout, "\n") != 3 {
 			t.Errorf("search --index %s: exit %d, stdout %q, stderr %q", idx, r.code, r.stdout, r.stderr)
 		}
+	}
+	// The vectors loaded into the cluster, searched by the model and the
+	// server the load recorded.
+	for _, search := range []string{"knn", "exact"} {
+		idx := "es://" + u.Host + "/vectors?search=" + search
+		r := runDistill(t, "--quiet", "search", "--index", idx, "-k", "3", "--json", "director born city")
+		if r.code != 0 || strings.Count(r.stdout, "\n") != 3 {
+			t.Errorf("search --index %s: exit %d, stdout %q, stderr %q", idx, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runDistill(t, "--quiet", "search", "--index", esIndex+"?search=knn", "-k", "3", "director"); r.code != exitFailure || !strings.Contains(r.stderr, "--embed-model") {
+		t.Errorf("kNN search of an index without vectors: exit %d, stderr %q, want the way out", r.code, r.stderr)
 	}
 	r := runDistill(t, "--quiet", "search", "--index", "dense", "--nprobe", "4", "--embed-base-url", emb.URL(), "-k", "3", "director")
 	if r.code != 0 {

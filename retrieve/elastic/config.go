@@ -52,6 +52,11 @@ type Config struct {
 	// Flavor is the kind of cluster; empty means ask the cluster (Load) or
 	// read it from the index's mapping (Open).
 	Flavor Flavor
+	// Search is how Open's retriever searches: SearchBM25 (empty), or by
+	// the index's vectors, SearchKNN (the graph) or SearchExact (every
+	// vector), embedding the queries as the index records
+	// (OpenOptions.EmbedderFor). An address sets it with ?search=.
+	Search Search
 	// APIKey is an Elasticsearch API key (the base64 "encoded" form), sent
 	// as "Authorization: ApiKey ...". Username and Password are for HTTP
 	// basic authentication. When all three are empty, Load and Open read
@@ -100,11 +105,29 @@ func (c Config) String() string {
 		hosts = append(hosts, u.Host)
 	}
 	s := scheme + "://" + strings.Join(hosts, ",") + prefix + "/" + c.Index
+	var q []string
 	if c.Flavor != "" {
-		s += "?flavor=" + string(c.Flavor)
+		q = append(q, "flavor="+string(c.Flavor))
+	}
+	if c.Search != "" && c.Search != SearchBM25 {
+		q = append(q, "search="+string(c.Search))
+	}
+	if len(q) > 0 {
+		s += "?" + strings.Join(q, "&")
 	}
 	return s
 }
+
+// Search is how a retriever searches an index (Config.Search).
+type Search string
+
+// The searches: BM25 over title and text, kNN over the index's vectors by
+// its graph, or exactly, scoring every vector.
+const (
+	SearchBM25  Search = "bm25"
+	SearchKNN   Search = "knn"
+	SearchExact Search = "exact"
+)
 
 // IsURL reports whether s is an index address for ParseURL (it starts
 // with es:// or ess://), as opposed to a path to an index on disk.
@@ -167,8 +190,16 @@ func parseURL(s string) (Config, error) {
 					return Config{}, fmt.Errorf("flavor %q: want elasticsearch or opensearch", v[len(v)-1])
 				}
 				cfg.Flavor = f
+			case "search":
+				m := Search(strings.ToLower(v[len(v)-1]))
+				if !slices.Contains([]Search{SearchBM25, SearchKNN, SearchExact}, m) {
+					return Config{}, fmt.Errorf("search %q: want bm25, knn or exact", v[len(v)-1])
+				}
+				if m != SearchBM25 {
+					cfg.Search = m // BM25 is the default, said by no value
+				}
 			default:
-				return Config{}, fmt.Errorf("unknown parameter %q (only flavor is known)", k)
+				return Config{}, fmt.Errorf("unknown parameter %q (known: flavor, search)", k)
 			}
 		}
 	}

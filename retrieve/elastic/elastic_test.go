@@ -573,6 +573,74 @@ func TestKNN(t *testing.T) {
 	}
 }
 
+// TestKNNByAddress: an index loaded with its Embedding recorded is
+// searched by kNN, or exactly, when the address says ?search=, with the
+// embedder EmbedderFor returns for the recorded model; an index loaded
+// without one is refused with the way out.
+func TestKNNByAddress(t *testing.T) {
+	ctx := context.Background()
+	corpus := retrievetest.Corpus()
+	s := newCluster(t, elastictest.Options{Flavor: elastictest.OpenSearch})
+	emb := &markerEmbedder{dims: 48}
+	recorded := elastic.Embedding{Model: "e5-small", BaseURL: "http://127.0.0.1:1/v1", QueryPrefix: "query: "}
+	cfg := testConfig(s, "dense")
+	load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 16, Vectors: &elastic.Vectors{Embed: elastic.EmbedPassages(emb, "passage: "), Embedding: &recorded}})
+	plain := testConfig(s, "plain")
+	load(t, plain, corpus, elastic.LoadOptions{BatchSize: 16})
+
+	var asked []elastic.Embedding
+	opts := elastic.OpenOptions{EmbedderFor: func(_ context.Context, e elastic.Embedding) (elastic.Embedder, error) {
+		asked = append(asked, e)
+		return emb, nil
+	}}
+	q := retrieve.Query{Text: "zq7xv zq9xv", K: 5}
+	var first []string
+	for _, search := range []elastic.Search{elastic.SearchKNN, elastic.SearchExact} {
+		c := cfg
+		c.Search = search
+		r := open(t, c, opts)
+		hits, err := r.Search(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) != 5 || (hits[0].ID != corpus[7].ID && hits[0].ID != corpus[9].ID) {
+			t.Errorf("%s: got %v, want a marked passage first", search, hitIDs(hits))
+		}
+		if in := emb.inputs(); in[len(in)-1] != "query: zq7xv zq9xv" {
+			t.Errorf("%s: query embedded as %q, want the recorded prefix", search, in[len(in)-1])
+		}
+		body, _ := lastSearch(t, s)
+		_, scripted := body["query"].(map[string]any)["script_score"]
+		if scripted != (search == elastic.SearchExact) {
+			t.Errorf("%s: sent %v", search, body)
+		}
+		if first == nil {
+			first = hitIDs(hits)
+		} else if diff := cmp.Diff(first, hitIDs(hits)); diff != "" {
+			t.Errorf("exact against kNN (-knn +exact):\n%s", diff)
+		}
+	}
+	if diff := cmp.Diff([]elastic.Embedding{recorded, recorded}, asked); diff != "" {
+		t.Errorf("embedders asked for (-want +got):\n%s", diff)
+	}
+
+	// BM25 by default: no embedder asked for.
+	asked = nil
+	open(t, cfg, opts)
+	if len(asked) != 0 {
+		t.Errorf("a BM25 open asked for embedders %v", asked)
+	}
+	plain.Search = elastic.SearchKNN
+	if _, err := elastic.Open(ctx, plain, opts); err == nil || !strings.Contains(err.Error(), "--embed-model") {
+		t.Errorf("kNN over an index without a recorded model: %v, want the way out", err)
+	}
+	c := cfg
+	c.Search = elastic.SearchKNN
+	if _, err := elastic.Open(ctx, c, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "e5-small") {
+		t.Errorf("kNN without EmbedderFor: %v, want an error naming the model", err)
+	}
+}
+
 func hitIDs(hits []retrieve.Hit) []string {
 	ids := make([]string, len(hits))
 	for i, h := range hits {
@@ -1014,6 +1082,9 @@ func TestParseURL(t *testing.T) {
 		{"es://a:9200,b:9201/wiki", elastic.Config{URLs: []string{"http://a:9200", "http://b:9201"}, Index: "wiki"}},
 		{"es://proxy:8080/es/v1/wiki/", elastic.Config{URLs: []string{"http://proxy:8080/es/v1"}, Index: "wiki"}},
 		{"es://[::1]:9200/wiki?flavor=opensearch", elastic.Config{URLs: []string{"http://[::1]:9200"}, Index: "wiki", Flavor: elastic.OpenSearch}},
+		{"es://h:9200/wiki?search=knn", elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki", Search: elastic.SearchKNN}},
+		{"es://h:9200/wiki?flavor=opensearch&search=EXACT", elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki", Flavor: elastic.OpenSearch, Search: elastic.SearchExact}},
+		{"es://h:9200/wiki?search=bm25", elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki"}},
 	} {
 		got, err := elastic.ParseURL(tt.in)
 		if err != nil {
@@ -1034,7 +1105,7 @@ func TestParseURL(t *testing.T) {
 	for _, in := range []string{
 		"http://localhost:9200/wiki", "es://localhost:9200", "es://localhost:9200/", "es:///wiki", "es://,/wiki",
 		"es://user:pw@localhost/wiki", "es://localhost/Wiki", "es://localhost/_wiki", "es://h/wiki?flavor=solr",
-		"es://h/wiki?timeout=1s", "es://h:port/wiki", "es://h/a b", "indexes/wiki", "",
+		"es://h/wiki?timeout=1s", "es://h/wiki?search=dense", "es://h:port/wiki", "es://h/a b", "indexes/wiki", "",
 	} {
 		_, err := elastic.ParseURL(in)
 		if err == nil {

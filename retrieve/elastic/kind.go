@@ -21,7 +21,7 @@ var (
 func Kind(opts OpenOptions) retrieve.Kind {
 	return retrieve.Kind{
 		Name:  Name,
-		Spec:  "es://HOST:PORT/NAME (ess:// for https)",
+		Spec:  "es://HOST:PORT/NAME (ess:// for https; ?search=knn or exact searches its vectors)",
 		Match: IsURL,
 		Open: func(ctx context.Context, addr string) (retrieve.Index, error) {
 			cfg, err := ParseURL(addr)

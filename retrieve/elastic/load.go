@@ -44,6 +44,10 @@ const maxReported = 1000
 
 // Vectors gives Load the passages' dense vectors.
 type Vectors struct {
+	// Embedding, when set, is recorded in the index's mapping, so that a
+	// retriever opened with Config.Search knn or exact embeds its queries
+	// with the same model (OpenOptions.EmbedderFor).
+	Embedding *Embedding
 	// Dims is the vectors' length; 0 means learn it from the first batch.
 	Dims int
 	// Embed returns one vector per passage of a batch, in order (nil for a
@@ -334,6 +338,9 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	}
 	sum := sha256.Sum256(body)
 	meta := loadMeta{State: loadRunning, Digest: hex.EncodeToString(sum[:])}
+	if opts.Vectors != nil {
+		meta.Embedding = opts.Vectors.Embedding
+	}
 	switch {
 	case found != nil && found.Digest != meta.Digest:
 		return st, fmt.Errorf("%s at %s: %w: its load was interrupted, and with other settings (recreate it to replace it)", op, c.where(), ErrExists)

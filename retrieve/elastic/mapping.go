@@ -132,9 +132,21 @@ func indexBody(flavor Flavor, opts LoadOptions, dims int) ([]byte, error) {
 // made, so that a load run again after an interruption goes on in the
 // same index only when it would make the same one.
 type loadMeta struct {
-	State    string `json:"load"` // loadRunning or loadComplete
-	Digest   string `json:"digest"`
-	Passages int64  `json:"passages,omitempty"`
+	State     string     `json:"load"` // loadRunning or loadComplete
+	Digest    string     `json:"digest"`
+	Passages  int64      `json:"passages,omitempty"`
+	Embedding *Embedding `json:"embedding,omitempty"`
+}
+
+// Embedding is how the vectors of an index were made: the embeddings
+// model, the server it was asked on (empty: the client's default), whether
+// the server was told the input type (then queries go as "query"), and
+// the prefix queries take ("query: " for E5 models without input types).
+type Embedding struct {
+	Model       string `json:"model"`
+	BaseURL     string `json:"base_url,omitempty"`
+	InputType   bool   `json:"input_type,omitempty"`
+	QueryPrefix string `json:"query_prefix,omitempty"`
 }
 
 const (

@@ -43,6 +43,9 @@ type OpenOptions struct {
 	// Elasticsearch) instead of searching the HNSW graph. It reads every
 	// vector, so it suits small indexes and checking the graph's recall.
 	Exact bool
+	// EmbedderFor returns the Embedder of an index's recorded Embedding,
+	// for a Config.Search of knn or exact without an Embedder.
+	EmbedderFor func(ctx context.Context, e Embedding) (Embedder, error)
 	// SortByID breaks ties between equal BM25 scores by doc id, so that
 	// the order of tied hits does not depend on the order the documents
 	// were loaded in. It costs speed: sorting on a field turns off the
@@ -116,6 +119,10 @@ func open(ctx context.Context, c *client, cfg Config, opts OpenOptions) (*Retrie
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	if err := r.embedderFor(ctx, cfg.Search, infos[names[0]], names[0]); err != nil {
+		return nil, err
+	}
+	opts = r.opts
 	for _, name := range names {
 		in := infos[name]
 		if m := in.Mappings.Meta.Distill; m != nil && m.State != loadComplete {
@@ -154,6 +161,38 @@ func open(ctx context.Context, c *client, cfg Config, opts OpenOptions) (*Retrie
 	}
 	r.dfs = shards > 1
 	return r, nil
+}
+
+// embedderFor sets up the search a Config asks for: for knn or exact
+// without an Embedder, the one OpenOptions.EmbedderFor returns for the
+// embedding the index (in, named name) records.
+func (r *Retriever) embedderFor(ctx context.Context, s Search, in indexInfo, name string) error {
+	if s != SearchKNN && s != SearchExact {
+		return nil
+	}
+	r.opts.Exact = r.opts.Exact || s == SearchExact
+	if r.opts.Embedder != nil {
+		return nil
+	}
+	var e *Embedding
+	if m := in.Mappings.Meta.Distill; m != nil {
+		e = m.Embedding
+	}
+	switch {
+	case e == nil || e.Model == "":
+		return fmt.Errorf("index %q records no embeddings model, so its queries cannot be embedded for a %s search: load it with distill index --kind elasticsearch --embed-model", name, s)
+	case r.opts.EmbedderFor == nil:
+		return fmt.Errorf("a %s search of index %q needs an embedder for model %q", s, name, e.Model)
+	}
+	emb, err := r.opts.EmbedderFor(ctx, *e)
+	if err != nil {
+		return fmt.Errorf("index %q: embeddings model %q: %w", name, e.Model, err)
+	}
+	r.opts.Embedder = emb
+	if r.opts.QueryPrefix == "" {
+		r.opts.QueryPrefix = e.QueryPrefix
+	}
+	return nil
 }
 
 // Close releases the connections.
