@@ -14,6 +14,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
+	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 // The benchmark corpus: 200,000 passages of about 40 words (a two-word title
@@ -52,7 +53,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		out := filepath.Join(dir, strconv.Itoa(i))
-		if _, err := Build(context.Background(), out, &sliceSource{ps: corpus}, BuildOptions{}); err != nil {
+		if _, err := Build(context.Background(), out, &retrievetest.Source{Passages: corpus}, BuildOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -65,7 +66,7 @@ func BenchmarkBuild(b *testing.B) {
 func openBenchIndex(b *testing.B) (*Index, []string) {
 	corpus, queries := benchData()
 	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: corpus}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: corpus}, BuildOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	x, err := Open(dir)
@@ -146,7 +147,7 @@ func BenchmarkSearchParallel(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	corpus, queries := benchData()
 	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: corpus}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: corpus}, BuildOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()

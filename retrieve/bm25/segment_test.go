@@ -11,6 +11,7 @@ import (
 
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
+	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 // TestSegmentsChangeNothing builds the same corpus on one worker in one
@@ -26,7 +27,7 @@ func TestSegmentsChangeNothing(t *testing.T) {
 		{Workers: 2, segmentPostings: 40000},
 	} {
 		dir := filepath.Join(t.TempDir(), "idx")
-		st, err := Build(context.Background(), dir, &sliceSource{ps: ps}, opts)
+		st, err := Build(context.Background(), dir, &retrievetest.Source{Passages: ps}, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +65,7 @@ func TestReadsVersion1(t *testing.T) {
 	g := newGenerator(17, 3000)
 	ps := g.corpus(2000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: ps}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: ps}, BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v2, err := Open(dir)

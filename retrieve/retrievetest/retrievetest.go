@@ -1,12 +1,14 @@
 // Package retrievetest is the conformance test that every retrieval backend
 // runs, in the spirit of testing/fstest: it builds a backend over a small
 // fixed corpus and checks each clause of the contract in package retrieve.
+// Source feeds passages from memory to the builds and loads of the tests.
 package retrievetest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"testing"
@@ -254,4 +256,24 @@ func ids(hits []retrieve.Hit) []string {
 		out[i] = h.ID
 	}
 	return out
+}
+
+// Source yields Passages from memory, then Err, or io.EOF when Err is nil:
+// the passage source that index builds and loads read, for tests.
+type Source struct {
+	Passages []data.Passage
+	Err      error
+	i        int
+}
+
+// Next returns the next passage.
+func (s *Source) Next() (data.Passage, error) {
+	if s.i >= len(s.Passages) {
+		if s.Err != nil {
+			return data.Passage{}, s.Err
+		}
+		return data.Passage{}, io.EOF
+	}
+	s.i++
+	return s.Passages[s.i-1], nil
 }
