@@ -14,7 +14,6 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
-	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 // The benchmark corpus: 200,000 passages of about 40 words (a two-word title
@@ -53,7 +52,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		out := filepath.Join(dir, strconv.Itoa(i))
-		if _, err := Build(context.Background(), out, &retrievetest.Source{Passages: corpus}, BuildOptions{}); err != nil {
+		if _, err := Build(context.Background(), out, data.NewPassageSlice(corpus), BuildOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -66,7 +65,7 @@ func BenchmarkBuild(b *testing.B) {
 func openBenchIndex(b *testing.B) (*Index, []string) {
 	corpus, queries := benchData()
 	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: corpus}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(corpus), BuildOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	x, err := Open(dir)
@@ -147,7 +146,7 @@ func BenchmarkSearchParallel(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	corpus, queries := benchData()
 	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: corpus}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(corpus), BuildOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()

@@ -23,7 +23,7 @@ import (
 func buildAndOpen(t testing.TB, ps []data.Passage, opts BuildOptions) *Index {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: ps}, opts); err != nil {
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), opts); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
 	x, err := Open(dir)
@@ -277,7 +277,7 @@ func TestBuildErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "idx")
-			_, err := Build(ctx, dir, &retrievetest.Source{Passages: tc.ps}, tc.opts)
+			_, err := Build(ctx, dir, data.NewPassageSlice(tc.ps), tc.opts)
 			if err == nil || !contains(err.Error(), tc.want) {
 				t.Fatalf("got error %v, want one containing %q", err, tc.want)
 			}
@@ -301,13 +301,13 @@ func TestBuildOverwrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	one := []data.Passage{{ID: "a", Title: "alpha", Text: "first"}}
 	two := []data.Passage{{ID: "b", Title: "beta", Text: "second"}, {ID: "c", Title: "gamma", Text: "third"}}
-	if _, err := Build(ctx, dir, &retrievetest.Source{Passages: one}, BuildOptions{}); err != nil {
+	if _, err := Build(ctx, dir, data.NewPassageSlice(one), BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Build(ctx, dir, &retrievetest.Source{Passages: two}, BuildOptions{}); !errors.Is(err, ErrExists) {
+	if _, err := Build(ctx, dir, data.NewPassageSlice(two), BuildOptions{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second build without Overwrite: got %v, want ErrExists", err)
 	}
-	st, err := Build(ctx, dir, &retrievetest.Source{Passages: two}, BuildOptions{Overwrite: true, K1: 1.2, B: 0.75, SourceName: "two.jsonl"})
+	st, err := Build(ctx, dir, data.NewPassageSlice(two), BuildOptions{Overwrite: true, K1: 1.2, B: 0.75, SourceName: "two.jsonl"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestCancelledBuild(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dir := filepath.Join(t.TempDir(), "idx")
-	_, err := Build(ctx, dir, &retrievetest.Source{Passages: retrievetest.Corpus()}, BuildOptions{})
+	_, err := Build(ctx, dir, data.NewPassageSlice(retrievetest.Corpus()), BuildOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -355,7 +355,7 @@ func TestClosed(t *testing.T) {
 func TestDamagedIndex(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(ctx, dir, &retrievetest.Source{Passages: retrievetest.Corpus()}, BuildOptions{}); err != nil {
+	if _, err := Build(ctx, dir, data.NewPassageSlice(retrievetest.Corpus()), BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	origIndex, err := os.ReadFile(filepath.Join(dir, indexFile))
@@ -508,7 +508,7 @@ func TestPruningChangesNothing(t *testing.T) {
 	g := newGenerator(11, 20_000)
 	ps := g.corpus(20_000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: ps}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	x, err := Open(dir)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
-	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 // TestSegmentsChangeNothing builds the same corpus on one worker in one
@@ -27,7 +27,7 @@ func TestSegmentsChangeNothing(t *testing.T) {
 		{Workers: 2, segmentPostings: 40000},
 	} {
 		dir := filepath.Join(t.TempDir(), "idx")
-		st, err := Build(context.Background(), dir, &retrievetest.Source{Passages: ps}, opts)
+		st, err := Build(context.Background(), dir, data.NewPassageSlice(ps), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestReadsVersion1(t *testing.T) {
 	g := newGenerator(17, 3000)
 	ps := g.corpus(2000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &retrievetest.Source{Passages: ps}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v2, err := Open(dir)

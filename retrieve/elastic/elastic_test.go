@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/retrieve/elastic"
 	"github.com/distill-rag/distill/retrieve/elastic/elastictest"
 	"github.com/distill-rag/distill/retrieve/retrievetest"
@@ -43,7 +43,7 @@ func testConfig(s *elastictest.Server, index string) elastic.Config {
 
 func load(t *testing.T, cfg elastic.Config, ps []data.Passage, opts elastic.LoadOptions) elastic.Stats {
 	t.Helper()
-	st, err := elastic.Load(context.Background(), cfg, &retrievetest.Source{Passages: ps}, opts)
+	st, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(ps), opts)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -97,15 +97,7 @@ func conformance(t *testing.T, newConfig func(*testing.T) elastic.Config, opts e
 // index keeps), so the rankings agree and the scores differ by k1+1.
 func TestScoresMatchInProcessBM25(t *testing.T) {
 	corpus := retrievetest.Corpus()
-	dir := filepath.Join(t.TempDir(), "bm25")
-	if _, err := bm25.Build(context.Background(), dir, &retrievetest.Source{Passages: corpus}, bm25.BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ref, err := bm25.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
+	ref := bm25test.Index(t, corpus, bm25.BuildOptions{})
 
 	s := newCluster(t, elastictest.Options{})
 	cfg := testConfig(s, "wiki")
@@ -337,7 +329,7 @@ func TestLoadPartialFailures(t *testing.T) {
 		BadItems:    []string{corpus[30].ID, corpus[5].ID},
 	})
 	cfg := testConfig(s, "wiki")
-	st, err := elastic.Load(context.Background(), cfg, &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{BatchSize: 8, Retries: 3})
+	st, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 8, Retries: 3})
 	var be *elastic.BulkError
 	if !errors.As(err, &be) {
 		t.Fatalf("got error %v, want a *BulkError", err)
@@ -384,7 +376,7 @@ func TestLoadRefusesBadPassages(t *testing.T) {
 	corpus[3].ID = strings.Repeat("x", 600)
 	corpus = append(corpus, retrievetest.Corpus()[0]) // a repeated id
 	s := newCluster(t, elastictest.Options{})
-	st, err := elastic.Load(context.Background(), testConfig(s, "wiki"), &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{})
+	st, err := elastic.Load(context.Background(), testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{})
 	var be *elastic.BulkError
 	if !errors.As(err, &be) {
 		t.Fatalf("got %v, want a *BulkError", err)
@@ -405,7 +397,7 @@ func TestLoadExisting(t *testing.T) {
 	s := newCluster(t, elastictest.Options{})
 	cfg := testConfig(s, "wiki")
 	load(t, cfg, corpus, elastic.LoadOptions{})
-	_, err := elastic.Load(context.Background(), cfg, &retrievetest.Source{Passages: corpus[:3]}, elastic.LoadOptions{})
+	_, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(corpus[:3]), elastic.LoadOptions{})
 	if !errors.Is(err, elastic.ErrExists) {
 		t.Fatalf("got %v, want ErrExists", err)
 	}
@@ -423,14 +415,14 @@ func TestLoadResumes(t *testing.T) {
 	cfg := testConfig(s, "wiki")
 	ctx := context.Background()
 	broken := errors.New("disk on fire")
-	_, err := elastic.Load(ctx, cfg, &retrievetest.Source{Passages: corpus[:25], Err: broken}, elastic.LoadOptions{BatchSize: 10})
+	_, err := elastic.Load(ctx, cfg, retrievetest.FailAfter(corpus[:25], broken), elastic.LoadOptions{BatchSize: 10})
 	if !errors.Is(err, broken) {
 		t.Fatalf("interrupted load: got %v, want %v", err, broken)
 	}
 	if _, err := elastic.Open(ctx, cfg, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("Open of an interrupted load: got %v, want a refusal", err)
 	}
-	if _, err := elastic.Load(ctx, cfg, &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{BatchSize: 10, K1: 1.2}); !errors.Is(err, elastic.ErrExists) {
+	if _, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 10, K1: 1.2}); !errors.Is(err, elastic.ErrExists) {
 		t.Errorf("resume with other settings: got %v, want ErrExists", err)
 	}
 	st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 10})
@@ -438,7 +430,7 @@ func TestLoadResumes(t *testing.T) {
 		t.Errorf("resumed load: loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
 	}
 	open(t, cfg, elastic.OpenOptions{})
-	if _, err := elastic.Load(ctx, cfg, &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{BatchSize: 10}); !errors.Is(err, elastic.ErrExists) {
+	if _, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 10}); !errors.Is(err, elastic.ErrExists) {
 		t.Errorf("load over a complete index: got %v, want ErrExists", err)
 	}
 }
@@ -630,7 +622,7 @@ func TestFlavorMismatch(t *testing.T) {
 	s := newCluster(t, elastictest.Options{})
 	cfg := testConfig(s, "wiki")
 	cfg.Flavor = elastic.OpenSearch
-	_, err := elastic.Load(context.Background(), cfg, &retrievetest.Source{Passages: retrievetest.Corpus()}, elastic.LoadOptions{})
+	_, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(retrievetest.Corpus()), elastic.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "not opensearch") {
 		t.Errorf("got %v, want an error about the flavour", err)
 	}
@@ -674,7 +666,7 @@ func TestBadCredentials(t *testing.T) {
 	t.Setenv(elastic.EnvPassword, "")
 	s := newCluster(t, elastictest.Options{APIKey: "cmlnaHQ6a2V5"})
 	cfg := testConfig(s, "wiki")
-	_, err := elastic.Load(context.Background(), cfg, &retrievetest.Source{Passages: retrievetest.Corpus()}, elastic.LoadOptions{})
+	_, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(retrievetest.Corpus()), elastic.LoadOptions{})
 	var e *elastic.Error
 	if !errors.As(err, &e) || e.StatusCode != 401 {
 		t.Fatalf("got %v, want a 401 *Error", err)
@@ -862,7 +854,7 @@ func TestLoadFaults(t *testing.T) {
 	})
 	t.Run("malformed-answer", func(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.None, elastictest.Malformed)})
-		st, err := elastic.Load(ctx, testConfig(s, "wiki"), &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{BatchSize: 10, Workers: 1})
+		st, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 10, Workers: 1})
 		if err == nil || !strings.Contains(err.Error(), "malformed answer") || !strings.Contains(err.Error(), "incomplete") {
 			t.Errorf("got %v, want a malformed-answer error", err)
 		}
@@ -872,7 +864,7 @@ func TestLoadFaults(t *testing.T) {
 	})
 	t.Run("server-error", func(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.ServerError)})
-		_, err := elastic.Load(ctx, testConfig(s, "wiki"), &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{})
+		_, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{})
 		var e *elastic.Error
 		if !errors.As(err, &e) || e.StatusCode != 500 {
 			t.Errorf("got %v, want a 500 *Error", err)
@@ -880,7 +872,7 @@ func TestLoadFaults(t *testing.T) {
 	})
 	t.Run("source-error", func(t *testing.T) {
 		s := newCluster(t, elastictest.Options{})
-		src := &retrievetest.Source{Passages: corpus[:12], Err: errors.New("bad line")}
+		src := retrievetest.FailAfter(corpus[:12], errors.New("bad line"))
 		_, err := elastic.Load(ctx, testConfig(s, "wiki"), src, elastic.LoadOptions{BatchSize: 5})
 		if err == nil || !strings.Contains(err.Error(), "read passage 13: bad line") {
 			t.Errorf("got %v, want the source's error at passage 13", err)
@@ -890,7 +882,7 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{})
 		boom := errors.New("embeddings server down")
 		vec := &elastic.Vectors{Dims: 4, Embed: func(context.Context, []data.Passage) ([][]float32, error) { return nil, boom }}
-		_, err := elastic.Load(ctx, testConfig(s, "wiki"), &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{Vectors: vec})
+		_, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{Vectors: vec})
 		if !errors.Is(err, boom) {
 			t.Errorf("got %v, want the embedder's error", err)
 		}
@@ -907,7 +899,7 @@ func TestLoadFaults(t *testing.T) {
 			out[3] = nil
 			return out, nil
 		}}
-		st, err := elastic.Load(ctx, testConfig(s, "wiki"), &retrievetest.Source{Passages: corpus[:6]}, elastic.LoadOptions{Vectors: vec})
+		st, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus[:6]), elastic.LoadOptions{Vectors: vec})
 		var be *elastic.BulkError
 		if !errors.As(err, &be) || be.Failed != 3 {
 			t.Fatalf("got %v, want 3 failed passages", err)
@@ -920,7 +912,7 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{})
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		_, err := elastic.Load(cctx, testConfig(s, "wiki"), &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{BatchSize: 4, Workers: 2, Progress: func(elastic.Stats) { cancel() }})
+		_, err := elastic.Load(cctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 4, Workers: 2, Progress: func(elastic.Stats) { cancel() }})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("got %v, want context.Canceled", err)
 		}
@@ -929,7 +921,7 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.Hang)})
 		cfg := testConfig(s, "wiki")
 		cfg.Timeout = 100 * time.Millisecond
-		_, err := elastic.Load(ctx, cfg, &retrievetest.Source{Passages: corpus}, elastic.LoadOptions{Workers: 1})
+		_, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{Workers: 1})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a timeout", err)
 		}
@@ -958,14 +950,14 @@ func TestConfigErrors(t *testing.T) {
 			if strings.Contains(fmt.Sprint(err), "pw@") {
 				t.Errorf("error repeats the password: %v", err)
 			}
-			_, err = elastic.Load(ctx, tt.cfg, &retrievetest.Source{}, elastic.LoadOptions{})
+			_, err = elastic.Load(ctx, tt.cfg, data.NewPassageSlice(nil), elastic.LoadOptions{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Load: got %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}
 	for _, opts := range []elastic.LoadOptions{{B: 2}, {Stemmer: "lovins"}, {Replicas: -1}, {Vectors: &elastic.Vectors{}}} {
-		_, err := elastic.Load(ctx, elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki"}, &retrievetest.Source{}, opts)
+		_, err := elastic.Load(ctx, elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki"}, data.NewPassageSlice(nil), opts)
 		if err == nil {
 			t.Errorf("Load with %+v: got no error", opts)
 		}

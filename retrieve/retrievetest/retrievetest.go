@@ -1,7 +1,7 @@
 // Package retrievetest is the conformance test that every retrieval backend
 // runs, in the spirit of testing/fstest: it builds a backend over a small
 // fixed corpus and checks each clause of the contract in package retrieve.
-// Source feeds passages from memory to the builds and loads of the tests.
+// FailAfter feeds the builds and loads of the tests a corpus that fails.
 package retrievetest
 
 import (
@@ -258,22 +258,24 @@ func ids(hits []retrieve.Hit) []string {
 	return out
 }
 
-// Source yields Passages from memory, then Err, or io.EOF when Err is nil:
-// the passage source that index builds and loads read, for tests.
-type Source struct {
-	Passages []data.Passage
-	Err      error
-	i        int
+// FailingSource is a passage source that yields its passages, then an
+// error: a corpus whose reading fails, for the builds and loads of the
+// tests.
+type FailingSource struct {
+	ps  *data.PassageSlice
+	err error
 }
 
-// Next returns the next passage.
-func (s *Source) Next() (data.Passage, error) {
-	if s.i >= len(s.Passages) {
-		if s.Err != nil {
-			return data.Passage{}, s.Err
-		}
-		return data.Passage{}, io.EOF
+// FailAfter returns a source that yields ps, then err.
+func FailAfter(ps []data.Passage, err error) *FailingSource {
+	return &FailingSource{data.NewPassageSlice(ps), err}
+}
+
+// Next returns the next passage, or the error once there is none left.
+func (f *FailingSource) Next() (data.Passage, error) {
+	p, err := f.ps.Next()
+	if err == io.EOF {
+		return p, f.err
 	}
-	s.i++
-	return s.Passages[s.i-1], nil
+	return p, err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/rollout"
 )
 
@@ -540,17 +541,7 @@ func TestRunSample(t *testing.T) {
 }
 
 func sampleIndex(tb testing.TB, w *synth.World) *bm25.Index {
-	tb.Helper()
-	dir := filepath.Join(tb.TempDir(), "idx")
-	if _, err := bm25.Build(context.Background(), dir, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
-		tb.Fatal(err)
-	}
-	x, err := bm25.Open(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { x.Close() })
-	return x
+	return bm25test.Index(tb, w.Passages, bm25.BuildOptions{})
 }
 
 func TestReportJSONRoundTrip(t *testing.T) {
