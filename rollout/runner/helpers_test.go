@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,26 +228,10 @@ type idRow struct {
 // readIDs calls fn with the question id of every row of a trajectories
 // file, in order.
 func readIDs(path string, fn func(id string)) error {
-	r, err := data.OpenParquet[idRow](path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	buf := make([]idRow, 1024)
-	for {
-		clear(buf)
-		n, err := r.Read(buf)
-		for _, row := range buf[:n] {
+	return data.EachRow(context.Background(), path, data.KindTrajectories, func(rows []idRow) error {
+		for _, row := range rows {
 			fn(row.QuestionID)
 		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("read %s: no progress", path)
-		}
-	}
+		return nil
+	})
 }

@@ -275,7 +275,9 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 			}
 			written := 0
 			for _, p := range mustParts(t, out) {
-				readIDs(p.Path, func(string) { written++ })
+				if err := readIDs(p.Path, func(string) { written++ }); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// A leftover of a write a kill interrupted.
 			os.WriteFile(filepath.Join(out, PartsDir, ".part-00099.parquet.tmp-123"), []byte("PAR1 half"), 0o644)
@@ -331,7 +333,9 @@ func TestRunResumeAfterKill(t *testing.T) {
 			for _, p := range parts[:keep] {
 				b, _ := os.ReadFile(p.Path)
 				os.WriteFile(filepath.Join(out, PartsDir, filepath.Base(p.Path)), b, 0o644)
-				readIDs(p.Path, func(id string) { keptIDs[id] = true })
+				if err := readIDs(p.Path, func(id string) { keptIDs[id] = true }); err != nil {
+					t.Fatal(err)
+				}
 			}
 			kept := len(keptIDs)
 			os.WriteFile(filepath.Join(out, PartsDir, "."+data.PartName(keep)+".tmp-999"), []byte("PAR1 torn"), 0o644)
