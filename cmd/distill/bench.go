@@ -112,16 +112,11 @@ func benchAction(c *cli.Context) error {
 	if err := shareModel(c, "judge", "base-judge", "extractor", "reader"); err != nil {
 		return err
 	}
-	questionsPath, dataset := c.Path("questions"), c.String("dataset")
+	questionsPath, err := questionsFlags(c, "bench", c.Path("out"))
+	if err != nil {
+		return err
+	}
 	switch {
-	case questionsPath != "" && dataset != "":
-		return usageErrorf("bench: give --questions or --dataset, not both")
-	case dataset != "" && dataset != datasetSample:
-		return usageErrorf("bench: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
-	case questionsPath != "" && c.String("index") == "":
-		return usageErrorf("bench: --index is required with --questions")
-	case questionsPath != "" && c.Path("out") == "":
-		return usageErrorf("bench: --out is required with --questions")
 	case c.Int("limit") < 0 || c.Int("workers") < 1 || c.Int("parallel") < 0:
 		return usageErrorf("bench: --limit and --parallel must not be negative, --workers at least 1")
 	case !slices.Contains(summarizerKinds, c.String("summarizer")):

@@ -115,16 +115,9 @@ func rolloutAction(c *cli.Context) error {
 	opts.Usage = roles.usage
 
 	// Questions, index and output.
-	questions, dataset := c.Path("questions"), c.String("dataset")
-	switch {
-	case questions != "" && dataset != "":
-		return usageErrorf("rollout: give --questions or --dataset, not both")
-	case dataset != "" && dataset != datasetSample:
-		return usageErrorf("rollout: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
-	case questions != "" && c.String("index") == "":
-		return usageErrorf("rollout: --index is required with --questions")
-	case questions != "" && opts.Out == "":
-		return usageErrorf("rollout: --out is required with --questions")
+	questions, err := questionsFlags(c, "rollout", opts.Out)
+	if err != nil {
+		return err
 	}
 	var world *synth.World
 	if questions != "" {
