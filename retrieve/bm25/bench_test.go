@@ -64,15 +64,7 @@ func BenchmarkBuild(b *testing.B) {
 
 func openBenchIndex(b *testing.B) (*Index, []string) {
 	corpus, queries := benchData()
-	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, data.NewPassageSlice(corpus), BuildOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	x, err := Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { x.Close() })
+	x := buildAndOpen(b, corpus, BuildOptions{})
 	return x, queries
 }
 

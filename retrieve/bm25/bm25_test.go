@@ -22,7 +22,13 @@ import (
 
 func buildAndOpen(t testing.TB, ps []data.Passage, opts BuildOptions) *Index {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "idx")
+	return buildIn(t, filepath.Join(t.TempDir(), "idx"), ps, opts)
+}
+
+// buildIn builds an index of ps in dir and opens it; it is closed when the
+// test ends.
+func buildIn(t testing.TB, dir string, ps []data.Passage, opts BuildOptions) *Index {
+	t.Helper()
 	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), opts); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -508,14 +514,7 @@ func TestPruningChangesNothing(t *testing.T) {
 	g := newGenerator(11, 20_000)
 	ps := g.corpus(20_000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	x, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := buildIn(t, dir, ps, BuildOptions{})
 	full, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)

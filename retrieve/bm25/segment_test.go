@@ -65,14 +65,7 @@ func TestReadsVersion1(t *testing.T) {
 	g := newGenerator(17, 3000)
 	ps := g.corpus(2000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	v2, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v2.Close()
+	v2 := buildIn(t, dir, ps, BuildOptions{})
 	index, err := os.ReadFile(filepath.Join(dir, indexFile))
 	if err != nil {
 		t.Fatal(err)
