@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -484,6 +485,17 @@ func outcomeOf(path, id string, err error) outcome {
 	return outcome{Fatal: strings.ReplaceAll(err.Error(), path, "FILE")}
 }
 
+// hotpotqaBadRecords are the bad records of testdata/hotpotqa_bad.jsonl
+// as the HotpotQA reader reports them.
+var hotpotqaBadRecords = []outcome{
+	{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+	{Index: 2, Line: 4, Field: "question", Reason: "got JSON number, want string"},
+	{Index: 3, Line: 5, Field: "paragraphs", Reason: "hotpotqa format: unknown field"},
+	{Index: 4, Line: 6, Field: "question", Reason: "missing or empty"},
+	{Index: 5, Line: 7, Field: "supporting_facts", Reason: `fact 0: title "B" is not in the context`},
+	{Index: 6, Line: 8, Field: "supporting_facts", Reason: "fact 0: want [title, sentence index]: element 1: got JSON string, want integer"},
+}
+
 func TestQuestionReaderBadRecords(t *testing.T) {
 	tests := []struct {
 		format    QuestionFormat
@@ -492,18 +504,9 @@ func TestQuestionReaderBadRecords(t *testing.T) {
 		wantStats ReadStats
 	}{
 		{
-			format:  QuestionsHotpotQA,
-			fixture: "testdata/hotpotqa_bad.jsonl",
-			want: []outcome{
-				{ID: "good1"},
-				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
-				{Index: 2, Line: 4, Field: "question", Reason: "got JSON number, want string"},
-				{Index: 3, Line: 5, Field: "paragraphs", Reason: "hotpotqa format: unknown field"},
-				{Index: 4, Line: 6, Field: "question", Reason: "missing or empty"},
-				{Index: 5, Line: 7, Field: "supporting_facts", Reason: `fact 0: title "B" is not in the context`},
-				{Index: 6, Line: 8, Field: "supporting_facts", Reason: "fact 0: want [title, sentence index]: element 1: got JSON string, want integer"},
-				{ID: "good2"},
-			},
+			format:    QuestionsHotpotQA,
+			fixture:   "testdata/hotpotqa_bad.jsonl",
+			want:      slices.Concat([]outcome{{ID: "good1"}}, hotpotqaBadRecords, []outcome{{ID: "good2"}}),
 			wantStats: ReadStats{Records: 8, BadRecords: 6},
 		},
 		{
