@@ -12,6 +12,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -26,32 +27,9 @@ func checkTrajectories(t *testing.T, path string, want []string) []data.State {
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
-	seen := map[string]bool{}
-	var got []string
-	for i, r := range rows {
-		first := i == 0 || rows[i-1].QuestionID != r.QuestionID
-		if first {
-			if seen[r.QuestionID] {
-				t.Fatalf("question %s appears twice (again at row %d)", r.QuestionID, i)
-			}
-			seen[r.QuestionID] = true
-			got = append(got, r.QuestionID)
-		}
-		last := i == len(rows)-1 || rows[i+1].QuestionID != r.QuestionID
-		if r.IsFinal != last {
-			t.Fatalf("question %s: row %d final %v, want %v", r.QuestionID, i, r.IsFinal, last)
-		}
-		if r.Failure != "" && !last {
-			t.Fatalf("question %s: failure row among states", r.QuestionID)
-		}
-		if !first && r.Round != rows[i-1].Round+1 {
-			t.Fatalf("question %s: round %d after %d", r.QuestionID, r.Round, rows[i-1].Round)
-		}
-	}
-	slices.Sort(got)
-	want = slices.Sorted(slices.Values(want))
-	if !slices.Equal(got, want) {
-		t.Fatalf("output holds %d questions, want %d", len(got), len(want))
+	testkit.CheckTrajectories(t, rows, want)
+	if t.Failed() {
+		t.FailNow()
 	}
 	return rows
 }
