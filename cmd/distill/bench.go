@@ -265,14 +265,8 @@ func benchMergeAction(c *cli.Context) error {
 	if _, err := benchQuestions(c, &opts); err != nil {
 		return err
 	}
-	_, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
-	switch {
-	case errors.Is(err, runner.ErrOutExists):
-		return usageErrorf("bench merge: %s is not empty: choose another --out", out)
-	case errors.Is(err, runner.ErrMismatch), errors.Is(err, eval.ErrOptions):
-		return usageErrorf("bench merge: %w", err)
-	case err != nil:
-		return err
+	if _, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts); err != nil {
+		return mergeError("bench merge", "bench merge: ", out, err, eval.ErrOptions)
 	}
 	md, err := os.ReadFile(filepath.Join(out, eval.ReportMD))
 	if err != nil {
