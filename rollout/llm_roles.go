@@ -2,10 +2,10 @@ package rollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/rolecall"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -109,16 +109,16 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 	}
 	schema := extractorSchema
 	req := llm.Request{
-		Messages:    messages(ExtractorPrompt(question, gaps, sentences, max)),
+		Messages:    rolecall.Messages(ExtractorPrompt(question, gaps, sentences, max)),
 		Temperature: 0,
 		MaxTokens:   x.s.maxTokens,
 		Schema:      &schema,
 	}
 	var reply extractReply
 	resp, err := llm.DecodeJSON(ctx, x.c, req, &reply)
-	call, err := decodedCall(resp, err, x.model, ExtractorTemplateHash)
+	call, err := rolecall.Decoded(resp, err, x.model, ExtractorTemplateHash)
 	if err != nil {
-		return ExtractResult{}, roleCallError(ctx, "llm extractor", err)
+		return ExtractResult{}, rolecall.Error(ctx, "llm extractor", err)
 	}
 	if call.ParseError != "" {
 		return ExtractResult{Call: call}, nil
@@ -154,13 +154,13 @@ func NewLLMReader(c llm.Chatter, model string, opts ...LLMOption) *LLMReader {
 // Answer implements Reader.
 func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context) (ReadResult, error) {
 	req := llm.Request{
-		Messages:    messages(ReaderPrompt(question, c.Render())),
+		Messages:    rolecall.Messages(ReaderPrompt(question, c.Render())),
 		Temperature: 0,
 		MaxTokens:   r.s.maxTokens,
 	}
 	resp, err := r.c.Chat(ctx, req)
 	if err != nil {
-		return ReadResult{}, roleCallError(ctx, "llm reader", err)
+		return ReadResult{}, rolecall.Error(ctx, "llm reader", err)
 	}
 	answer, perr := readAnswer(resp)
 	if perr != nil {
@@ -171,14 +171,14 @@ func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context)
 		first := resp
 		resp, err = r.c.Chat(ctx, again)
 		if err != nil {
-			return ReadResult{}, roleCallError(ctx, "llm reader", fmt.Errorf("re-ask after an answer without %q: %w", "Answer:", err))
+			return ReadResult{}, rolecall.Error(ctx, "llm reader", fmt.Errorf("re-ask after an answer without %q: %w", "Answer:", err))
 		}
 		resp.Usage.PromptTokens += first.Usage.PromptTokens
 		resp.Usage.CompletionTokens += first.Usage.CompletionTokens
 		resp.Reasked = true
 		answer, perr = readAnswer(resp)
 	}
-	call := newCall(resp, r.model, ReaderTemplateHash)
+	call := rolecall.New(resp, r.model, ReaderTemplateHash)
 	if perr != nil {
 		call.ParseError = perr.Error()
 		return ReadResult{Call: call}, nil
@@ -194,48 +194,4 @@ func readAnswer(resp llm.Response) (string, error) {
 		return "", fmt.Errorf("%w (the reply was cut off at the token limit)", err)
 	}
 	return answer, err
-}
-
-// messages turns a prompt into chat messages.
-func messages(p data.Prompt) []llm.Message {
-	return []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
-}
-
-// newCall records a model call from its response.
-func newCall(resp llm.Response, model, hash string) data.Call {
-	call := data.Call{
-		Raw:          resp.Content,
-		Model:        resp.Model,
-		Repaired:     resp.Reasked,
-		TemplateHash: hash,
-		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
-	}
-	if call.Model == "" {
-		call.Model = model
-	}
-	return call
-}
-
-// decodedCall records a call made with llm.DecodeJSON from its response
-// and error: a *llm.ParseError becomes Call.ParseError; any other error is
-// returned for the role to return.
-func decodedCall(resp llm.Response, err error, model, hash string) (data.Call, error) {
-	var perr *llm.ParseError
-	if err != nil && !errors.As(err, &perr) {
-		return data.Call{}, err
-	}
-	call := newCall(resp, model, hash)
-	if perr != nil {
-		call.ParseError = perr.Error()
-	}
-	return call, nil
-}
-
-// roleCallError is the error of a role whose model call failed: ctx.Err()
-// as is when the context has ended, else err wrapped with the role's name.
-func roleCallError(ctx context.Context, role string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return fmt.Errorf("%s: %w", role, err)
 }
