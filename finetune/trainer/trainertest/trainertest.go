@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 )
 
 //go:embed standin.sh
@@ -48,7 +49,7 @@ func Job(t testing.TB, mode string) finetune.Job {
 		TrainOpenAI: "train.jsonl", ValOpenAI: "val.jsonl",
 		TrainShareGPT: "train.json", ValShareGPT: "val.json", DatasetInfo: "dataset_info.json",
 		TrainParquet: "train.parquet", ValParquet: "val.parquet",
-		TrainExamples: 1, ValExamples: 1,
+		Split: judge.Split{TrainExamples: 1, ValExamples: 1},
 	}
 	for _, name := range []string{
 		files.TrainOpenAI, files.ValOpenAI, files.TrainShareGPT, files.ValShareGPT,
