@@ -22,8 +22,8 @@ import (
 // most the part being written and leaves at most a temporary file, which
 // RemoveTemps removes when the job resumes.
 
-// TmpMarker is in the name of every temporary file that CreateParquet and
-// WriteFileAtomic create: "." + name + ".tmp-" + random.
+// TmpMarker is in the name of every temporary file that CreateParquet,
+// WriteFileAtomic and WriteAtomic create: "." + name + ".tmp-" + random.
 const TmpMarker = ".tmp-"
 
 const (
