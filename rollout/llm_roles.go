@@ -17,28 +17,33 @@ const (
 )
 
 // LLMOption adjusts a model-backed role.
-type LLMOption func(*llmSettings)
+type LLMOption func(*llmRole)
 
-type llmSettings struct {
+// llmRole is what every model-backed role holds: its model client, the
+// model recorded when the server names none, and the cap on the tokens of
+// an answer.
+type llmRole struct {
+	c         llm.Chatter
+	model     string
 	maxTokens int
 }
 
 // WithMaxTokens caps the tokens of each answer at n; n <= 0 keeps the
 // role's default.
 func WithMaxTokens(n int) LLMOption {
-	return func(s *llmSettings) {
+	return func(r *llmRole) {
 		if n > 0 {
-			s.maxTokens = n
+			r.maxTokens = n
 		}
 	}
 }
 
-func newSettings(maxTokens int, opts []LLMOption) llmSettings {
-	s := llmSettings{maxTokens: maxTokens}
+func newLLMRole(c llm.Chatter, model string, maxTokens int, opts []LLMOption) llmRole {
+	r := llmRole{c: c, model: model, maxTokens: maxTokens}
 	for _, o := range opts {
-		o(&s)
+		o(&r)
 	}
-	return s
+	return r
 }
 
 var (
@@ -89,17 +94,13 @@ func mustSchema[T any](name string) llm.Schema {
 //   - Call.Model is the model the server says answered, else the model
 //     given to the constructor; Call.Usage adds up both calls of a re-ask.
 //   - They are safe for concurrent use when their Chatter is.
-type LLMExtractor struct {
-	c     llm.Chatter
-	model string
-	s     llmSettings
-}
+type LLMExtractor struct{ llmRole }
 
 // NewLLMExtractor returns an extractor that asks c; model is recorded when
 // the server does not name the model that answered. It answers in at most
 // DefaultExtractorMaxTokens tokens unless WithMaxTokens says otherwise.
 func NewLLMExtractor(c llm.Chatter, model string, opts ...LLMOption) *LLMExtractor {
-	return &LLMExtractor{c: c, model: model, s: newSettings(DefaultExtractorMaxTokens, opts)}
+	return &LLMExtractor{newLLMRole(c, model, DefaultExtractorMaxTokens, opts)}
 }
 
 // Extract implements Extractor.
@@ -111,7 +112,7 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 	req := llm.Request{
 		Messages:    rolecall.Messages(ExtractorPrompt(question, gaps, sentences, max)),
 		Temperature: 0,
-		MaxTokens:   x.s.maxTokens,
+		MaxTokens:   x.maxTokens,
 		Schema:      &schema,
 	}
 	var reply extractReply
@@ -138,17 +139,13 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 // its reply and the form the answer must take (Call.Repaired). Its template
 // hash is ReaderTemplateHash. See LLMExtractor for what the model-backed
 // roles share.
-type LLMReader struct {
-	c     llm.Chatter
-	model string
-	s     llmSettings
-}
+type LLMReader struct{ llmRole }
 
 // NewLLMReader returns a reader that asks c; model is recorded when the
 // server does not name the model that answered. It answers in at most
 // DefaultReaderMaxTokens tokens unless WithMaxTokens says otherwise.
 func NewLLMReader(c llm.Chatter, model string, opts ...LLMOption) *LLMReader {
-	return &LLMReader{c: c, model: model, s: newSettings(DefaultReaderMaxTokens, opts)}
+	return &LLMReader{newLLMRole(c, model, DefaultReaderMaxTokens, opts)}
 }
 
 // Answer implements Reader.
@@ -156,7 +153,7 @@ func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context)
 	req := llm.Request{
 		Messages:    rolecall.Messages(ReaderPrompt(question, c.Render())),
 		Temperature: 0,
-		MaxTokens:   r.s.maxTokens,
+		MaxTokens:   r.maxTokens,
 	}
 	resp, err := r.c.Chat(ctx, req)
 	if err != nil {
