@@ -147,17 +147,10 @@ func rolloutAction(c *cli.Context) error {
 		opts.Roles.Retriever, opts.Info.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
 	}
 
-	bar := newProgress(c, -1, "rollout", "questions")
-	sized := false
+	bar := newRunBar(c, "rollout", "questions")
 	opts.Progress = func(p runner.Progress) {
-		if !sized {
-			bar.ChangeMax64(int64(p.Total))
-			sized = true
-		}
 		desc := fmt.Sprintf("rollout: %d states, %d failed", p.States, p.Failed)
-		desc += usageSoFar(opts.Usage)
-		bar.Describe(desc)
-		bar.Set(p.Done + p.Failed)
+		bar.show(p.Total, desc+usageSoFar(opts.Usage), p.Done+p.Failed)
 	}
 	sum, err := runner.Run(c.Context, opts)
 	bar.Finish()
