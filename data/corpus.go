@@ -238,13 +238,9 @@ type listPassage struct {
 }
 
 func (r *CorpusReader) jsonl(rec rawRecord) (Passage, error) {
-	var v jsonlPassage
-	if err := decodeStrict(rec.Data, &v); err != nil {
-		return Passage{}, recordErrorFor(r.path, rec, string(r.format), err)
-	}
-	id, err := flexibleID(v.ID)
+	v, id, err := decodeWithID(r.path, rec, string(r.format), "id", func(v *jsonlPassage) json.RawMessage { return v.ID })
 	if err != nil {
-		return Passage{}, badField(r.path, rec, "id", err)
+		return Passage{}, err
 	}
 	p := Passage{ID: id, Title: v.Title, Text: strings.TrimSpace(v.Text)}
 	for _, s := range v.Sentences {
@@ -254,13 +250,9 @@ func (r *CorpusReader) jsonl(rec rawRecord) (Passage, error) {
 }
 
 func (r *CorpusReader) flashrag(rec rawRecord) (Passage, error) {
-	var v flashragPassage
-	if err := decodeStrict(rec.Data, &v); err != nil {
-		return Passage{}, recordErrorFor(r.path, rec, string(r.format), err)
-	}
-	id, err := flexibleID(v.ID)
+	v, id, err := decodeWithID(r.path, rec, string(r.format), "id", func(v *flashragPassage) json.RawMessage { return v.ID })
 	if err != nil {
-		return Passage{}, badField(r.path, rec, "id", err)
+		return Passage{}, err
 	}
 	title, text, ok := strings.Cut(v.Contents, "\n")
 	if !ok {
@@ -277,13 +269,9 @@ func (r *CorpusReader) flashrag(rec rawRecord) (Passage, error) {
 }
 
 func (r *CorpusReader) beir(rec rawRecord) (Passage, error) {
-	var v beirPassage
-	if err := decodeStrict(rec.Data, &v); err != nil {
-		return Passage{}, recordErrorFor(r.path, rec, string(r.format), err)
-	}
-	id, err := flexibleID(v.ID)
+	v, id, err := decodeWithID(r.path, rec, string(r.format), "_id", func(v *beirPassage) json.RawMessage { return v.ID })
 	if err != nil {
-		return Passage{}, badField(r.path, rec, "_id", err)
+		return Passage{}, err
 	}
 	if id == "" {
 		return Passage{}, missing(r.path, rec, "_id")

@@ -4,7 +4,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -211,29 +210,8 @@ func TestCorpusReaderBadRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []outcome
-			r, err := OpenCorpus(tt.fixture, tt.format)
-			if err != nil {
-				got = append(got, outcomeOf(tt.fixture, "", err))
-			} else {
-				defer r.Close()
-				for range 100 {
-					p, err := r.Next()
-					if err == io.EOF {
-						break
-					}
-					got = append(got, outcomeOf(tt.fixture, p.ID, err))
-					if !checkReaderError(t, err, tt.fixture) {
-						break
-					}
-				}
-				if diff := cmp.Diff(tt.wantStats, r.Stats()); diff != "" {
-					t.Errorf("stats mismatch (-want +got):\n%s", diff)
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("outcomes mismatch (-want +got):\n%s", diff)
-			}
+			open := func(path string) (recordReader[Passage], error) { return OpenCorpus(path, tt.format) }
+			testBadRecords(t, open, tt.fixture, func(p Passage) string { return p.ID }, tt.want, tt.wantStats)
 		})
 	}
 }
@@ -249,37 +227,16 @@ func TestOpenCorpusErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	notParquet := writeFile(t, "corpus.parquet", []byte("PAR1 but not really"))
-	tests := []struct {
-		name   string
-		path   string
-		format CorpusFormat
-		want   string
-	}{
+	testOpenErrors(t, OpenCorpus, []openErrorCase[CorpusFormat]{
 		{"unknown format", "testdata/corpus.jsonl", "csv", `unknown corpus format "csv" (valid: jsonl, flashrag, beir, json-list, title-sentences, parquet)`},
 		{"missing file", "testdata/absent.jsonl", CorpusJSONL, "testdata/absent.jsonl: no such file or directory"},
 		{"parquet of another kind", questions, CorpusParquet, questions + `: parquet file of kind "questions", want "corpus"`},
 		{"not parquet", notParquet, CorpusParquet, "open parquet " + notParquet},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := OpenCorpus(tt.path, tt.format)
-			if err == nil {
-				r.Close()
-				t.Fatalf("got no error, want one containing %q", tt.want)
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("got %q, want it to contain %q", err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseCorpusFormat(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    CorpusFormat
-		wantErr string
-	}{
+	testParseFormat(t, ParseCorpusFormat, []parseCase[CorpusFormat]{
 		{"jsonl", CorpusJSONL, ""},
 		{"BEIR", CorpusBEIR, ""},
 		{"json-list", CorpusJSONList, ""},
@@ -287,19 +244,7 @@ func TestParseCorpusFormat(t *testing.T) {
 		{"parquet", CorpusParquet, ""},
 		{"flashrag", CorpusFlashRAG, ""},
 		{"tsv", "", `unknown corpus format "tsv" (valid: jsonl, flashrag, beir, json-list, title-sentences, parquet)`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseCorpusFormat(tt.in)
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if got != tt.want || gotErr != tt.wantErr {
-				t.Errorf("got (%q, %q), want (%q, %q)", got, gotErr, tt.want, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 func TestRealCorpora(t *testing.T) {
@@ -338,46 +283,11 @@ func TestReal2WikiCorpusIDs(t *testing.T) {
 	}
 }
 
-// fuzzCorpus checks that a corpus reader neither panics nor breaks its
-// error contract on arbitrary input.
+// fuzzCorpus fuzzes the corpus reader of a format (fuzzReader); a parquet
+// reader need not end within as many calls as the input has bytes.
 func fuzzCorpus(f *testing.F, format CorpusFormat, name string, seeds ...[]byte) {
-	for _, s := range seeds {
-		f.Add(s)
-	}
-	// One file per fuzzing process: the fuzz function runs sequentially in it.
-	path := filepath.Join(f.TempDir(), name)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r, err := OpenCorpus(path, format)
-		if err != nil {
-			checkReaderError(t, err, path)
-			return
-		}
-		defer r.Close()
-		for range len(data) + 2 {
-			_, err := r.Next()
-			if !checkReaderError(t, err, path) {
-				return
-			}
-		}
-		if format != CorpusParquet {
-			t.Fatalf("no io.EOF after %d calls of Next on %d bytes", len(data)+2, len(data))
-		}
-	})
-}
-
-func fixtures(f *testing.F, names ...string) [][]byte {
-	var out [][]byte
-	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join("testdata", n))
-		if err != nil {
-			f.Fatal(err)
-		}
-		out = append(out, data)
-	}
-	return out
+	open := func(path string) (recordReader[Passage], error) { return OpenCorpus(path, format) }
+	fuzzReader(f, name, open, format != CorpusParquet, seeds...)
 }
 
 func FuzzCorpusJSONL(f *testing.F) {

@@ -379,22 +379,20 @@ func (s *recordStream) finish() error {
 // scanValue appends the bytes of one JSON value to s.buf. It only finds the
 // value's end; json.Valid checks its syntax.
 func (s *recordStream) scanValue() error {
-	c, err := s.readByte()
+	c, err := s.takeByte()
 	if err != nil {
 		return err
 	}
-	s.buf = append(s.buf, c)
 	switch c {
 	case '"':
 		return s.scanString()
 	case '{', '[':
 		depth := 1
 		for depth > 0 {
-			c, err := s.readByte()
+			c, err := s.takeByte()
 			if err != nil {
 				return err
 			}
-			s.buf = append(s.buf, c)
 			switch c {
 			case '"':
 				if err := s.scanString(); err != nil {
@@ -431,11 +429,10 @@ func (s *recordStream) scanValue() error {
 func (s *recordStream) scanString() error {
 	escaped := false
 	for {
-		c, err := s.readByte()
+		c, err := s.takeByte()
 		if err != nil {
 			return err
 		}
-		s.buf = append(s.buf, c)
 		switch {
 		case escaped:
 			escaped = false
@@ -460,6 +457,15 @@ func (s *recordStream) skipSpace() (byte, error) {
 			return c, nil
 		}
 	}
+}
+
+// takeByte reads a byte and appends it to s.buf.
+func (s *recordStream) takeByte() (byte, error) {
+	c, err := s.readByte()
+	if err == nil {
+		s.buf = append(s.buf, c)
+	}
+	return c, err
 }
 
 func (s *recordStream) readByte() (byte, error) {

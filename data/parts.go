@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,8 +22,8 @@ import (
 // most the part being written and leaves at most a temporary file, which
 // RemoveTemps removes when the job resumes.
 
-// TmpMarker is in the name of every temporary file that CreateParquet and
-// WriteFileAtomic create: "." + name + ".tmp-" + random.
+// TmpMarker is in the name of every temporary file that CreateParquet,
+// WriteFileAtomic and WriteAtomic create: "." + name + ".tmp-" + random.
 const TmpMarker = ".tmp-"
 
 const (
@@ -221,7 +222,27 @@ func (p *PartWriter[T]) Abort() {
 
 // WriteFileAtomic writes b to a temporary file beside path, syncs it and
 // renames it into place.
-func WriteFileAtomic(path string, b []byte) (err error) {
+func WriteFileAtomic(path string, b []byte) error {
+	return writeAtomic(path, 0, func(w *bufio.Writer) error {
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// WriteAtomic writes a file through fill under a temporary name beside
+// path (one that RemoveTemps recognises), syncs it and renames it into
+// place; an error of fill is returned as it is. fill writes through a
+// buffer of 1 MiB, whose write errors stick and are returned when it is
+// flushed.
+func WriteAtomic(path string, fill func(w *bufio.Writer) error) error {
+	return writeAtomic(path, 1<<20, fill)
+}
+
+// writeAtomic is WriteAtomic with a buffer of size bytes (bufio's default
+// when size is 0).
+func writeAtomic(path string, size int, fill func(w *bufio.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+TmpMarker+"*")
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
@@ -232,10 +253,14 @@ func WriteFileAtomic(path string, b []byte) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
-	if _, err = f.Write(b); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	w := bufio.NewWriterSize(f, size)
+	if err = fill(w); err != nil {
+		return err
 	}
-	if err = f.Chmod(0o644); err == nil {
+	if err = w.Flush(); err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {

@@ -43,14 +43,10 @@ func (r *PredictionReader) Next() (Prediction, error) {
 	if err != nil {
 		return Prediction{}, err
 	}
-	var v predictionRecord
-	if err := decodeStrict(rec.Data, &v); err != nil {
-		return Prediction{}, recordErrorFor(r.path, rec, "predictions", err)
-	}
-	id, err := flexibleID(v.ID)
+	v, id, err := decodeWithID(r.path, rec, "predictions", "id", func(v *predictionRecord) json.RawMessage { return v.ID })
 	switch {
 	case err != nil:
-		return Prediction{}, badField(r.path, rec, "id", err)
+		return Prediction{}, err
 	case id == "":
 		return Prediction{}, missing(r.path, rec, "id")
 	case v.Prediction == nil:

@@ -365,6 +365,21 @@ func describeJSONError(err error) error {
 	return err
 }
 
+// decodeWithID decodes a record of the format strictly into a T and reads
+// its id, a JSON string or number (flexibleID), which idOf gives and the
+// record holds as field. Its errors are *RecordError.
+func decodeWithID[T any](path string, rec rawRecord, format, field string, idOf func(*T) json.RawMessage) (T, string, error) {
+	var v T
+	if err := decodeStrict(rec.Data, &v); err != nil {
+		return v, "", recordErrorFor(path, rec, format, err)
+	}
+	id, err := flexibleID(idOf(&v))
+	if err != nil {
+		return v, "", badField(path, rec, field, err)
+	}
+	return v, id, nil
+}
+
 // flexibleID reads an id given as a JSON string or number.
 func flexibleID(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {

@@ -110,13 +110,9 @@ type flashragFacts struct {
 }
 
 func (r *QuestionReader) flashrag(rec rawRecord) (Example, error) {
-	var v flashragRecord
-	if err := decodeStrict(rec.Data, &v); err != nil {
-		return Example{}, recordErrorFor(r.path, rec, string(r.format), err)
-	}
-	id, err := flexibleID(v.ID)
+	v, id, err := decodeWithID(r.path, rec, string(r.format), "id", func(v *flashragRecord) json.RawMessage { return v.ID })
 	if err != nil {
-		return Example{}, badField(r.path, rec, "id", err)
+		return Example{}, err
 	}
 	q := Question{ID: id, Text: strings.TrimSpace(v.Question)}
 	switch {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -484,6 +485,17 @@ func outcomeOf(path, id string, err error) outcome {
 	return outcome{Fatal: strings.ReplaceAll(err.Error(), path, "FILE")}
 }
 
+// hotpotqaBadRecords are the bad records of testdata/hotpotqa_bad.jsonl
+// as the HotpotQA reader reports them.
+var hotpotqaBadRecords = []outcome{
+	{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+	{Index: 2, Line: 4, Field: "question", Reason: "got JSON number, want string"},
+	{Index: 3, Line: 5, Field: "paragraphs", Reason: "hotpotqa format: unknown field"},
+	{Index: 4, Line: 6, Field: "question", Reason: "missing or empty"},
+	{Index: 5, Line: 7, Field: "supporting_facts", Reason: `fact 0: title "B" is not in the context`},
+	{Index: 6, Line: 8, Field: "supporting_facts", Reason: "fact 0: want [title, sentence index]: element 1: got JSON string, want integer"},
+}
+
 func TestQuestionReaderBadRecords(t *testing.T) {
 	tests := []struct {
 		format    QuestionFormat
@@ -492,18 +504,9 @@ func TestQuestionReaderBadRecords(t *testing.T) {
 		wantStats ReadStats
 	}{
 		{
-			format:  QuestionsHotpotQA,
-			fixture: "testdata/hotpotqa_bad.jsonl",
-			want: []outcome{
-				{ID: "good1"},
-				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
-				{Index: 2, Line: 4, Field: "question", Reason: "got JSON number, want string"},
-				{Index: 3, Line: 5, Field: "paragraphs", Reason: "hotpotqa format: unknown field"},
-				{Index: 4, Line: 6, Field: "question", Reason: "missing or empty"},
-				{Index: 5, Line: 7, Field: "supporting_facts", Reason: `fact 0: title "B" is not in the context`},
-				{Index: 6, Line: 8, Field: "supporting_facts", Reason: "fact 0: want [title, sentence index]: element 1: got JSON string, want integer"},
-				{ID: "good2"},
-			},
+			format:    QuestionsHotpotQA,
+			fixture:   "testdata/hotpotqa_bad.jsonl",
+			want:      slices.Concat([]outcome{{ID: "good1"}}, hotpotqaBadRecords, []outcome{{ID: "good2"}}),
 			wantStats: ReadStats{Records: 8, BadRecords: 6},
 		},
 		{
@@ -582,85 +585,29 @@ func TestQuestionReaderBadRecords(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.format)+"/"+filepath.Base(tt.fixture), func(t *testing.T) {
-			r, err := OpenQuestions(tt.fixture, tt.format)
-			if err != nil {
-				t.Fatalf("OpenQuestions: %v", err)
-			}
-			defer r.Close()
-			var got []outcome
-			for range 100 {
-				ex, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				var recErr *RecordError
-				if errors.As(err, &recErr) && recErr.File != tt.fixture {
-					t.Errorf("got RecordError.File %q, want %q", recErr.File, tt.fixture)
-				}
-				got = append(got, outcomeOf(tt.fixture, ex.Question.ID, err))
-				if err != nil && recErr == nil {
-					break
-				}
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("outcomes mismatch (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff(tt.wantStats, r.Stats()); diff != "" {
-				t.Errorf("stats mismatch (-want +got):\n%s", diff)
-			}
+			open := func(path string) (recordReader[Example], error) { return OpenQuestions(path, tt.format) }
+			testBadRecords(t, open, tt.fixture, func(ex Example) string { return ex.Question.ID }, tt.want, tt.wantStats)
 		})
 	}
 }
 
 func TestOpenQuestionsErrors(t *testing.T) {
-	tests := []struct {
-		name   string
-		path   string
-		format QuestionFormat
-		want   string
-	}{
+	openQuestions := func(path string, format QuestionFormat) (*QuestionReader, error) { return OpenQuestions(path, format) }
+	testOpenErrors(t, openQuestions, []openErrorCase[QuestionFormat]{
 		{"unknown format", "testdata/hotpotqa.json", "squad", `unknown question format "squad" (valid: hotpotqa, 2wiki, musique, flashrag, triviaqa)`},
 		{"missing file", "testdata/absent.json", QuestionsHotpotQA, "testdata/absent.json: no such file or directory"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, err := OpenQuestions(tt.path, tt.format)
-			if err == nil {
-				r.Close()
-				t.Fatalf("got no error, want one containing %q", tt.want)
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("got %q, want it to contain %q", err, tt.want)
-			}
-		})
-	}
+	})
 }
 
 func TestParseQuestionFormat(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    QuestionFormat
-		wantErr string
-	}{
+	testParseFormat(t, ParseQuestionFormat, []parseCase[QuestionFormat]{
 		{"hotpotqa", QuestionsHotpotQA, ""},
 		{" 2Wiki ", Questions2Wiki, ""},
 		{"2wikimultihopqa", Questions2Wiki, ""},
 		{"MuSiQue", QuestionsMuSiQue, ""},
 		{"flashrag", QuestionsFlashRAG, ""},
 		{"nq", "", `unknown question format "nq" (valid: hotpotqa, 2wiki, musique, flashrag, triviaqa)`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseQuestionFormat(tt.in)
-			gotErr := ""
-			if err != nil {
-				gotErr = err.Error()
-			}
-			if got != tt.want || gotErr != tt.wantErr {
-				t.Errorf("got (%q, %q), want (%q, %q)", got, gotErr, tt.want, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 func TestJoinSentences(t *testing.T) {
@@ -726,36 +673,11 @@ func TestRealQuestions(t *testing.T) {
 	}
 }
 
-// fuzzQuestions checks that a question reader neither panics nor breaks its
-// error contract on arbitrary input.
+// fuzzQuestions fuzzes the question reader of a format (fuzzReader) from
+// the seed files of testdata.
 func fuzzQuestions(f *testing.F, format QuestionFormat, seeds ...string) {
-	for _, s := range seeds {
-		data, err := os.ReadFile(filepath.Join("testdata", s))
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-	// One file per fuzzing process: the fuzz function runs sequentially in it.
-	path := filepath.Join(f.TempDir(), "in.json")
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		r, err := OpenQuestions(path, format)
-		if err != nil {
-			checkReaderError(t, err, path)
-			return
-		}
-		defer r.Close()
-		for range len(data) + 2 {
-			_, err := r.Next()
-			if !checkReaderError(t, err, path) {
-				return
-			}
-		}
-		t.Fatalf("no io.EOF after %d calls of Next on %d bytes", len(data)+2, len(data))
-	})
+	open := func(path string) (recordReader[Example], error) { return OpenQuestions(path, format) }
+	fuzzReader(f, "in.json", open, true, fixtures(f, seeds...)...)
 }
 
 func FuzzHotpotQA(f *testing.F) {

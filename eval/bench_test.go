@@ -17,6 +17,7 @@ import (
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -34,17 +35,7 @@ func sampleSetup(t *testing.T) (Setup, *synth.World) {
 
 // bm25Index indexes passages in a temporary BM25 index.
 func bm25Index(t *testing.T, passages []data.Passage) *bm25.Index {
-	t.Helper()
-	idx := filepath.Join(t.TempDir(), "index")
-	if _, err := bm25.Build(t.Context(), idx, data.NewPassageSlice(passages), bm25.BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	x, err := bm25.Open(idx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { x.Close() })
-	return x
+	return bm25test.Index(t, passages, bm25.BuildOptions{})
 }
 
 func byID(qs []data.Question) map[string]data.Question {

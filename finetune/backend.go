@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -152,6 +153,16 @@ type State struct {
 	// Data holds what else the backend needs to find the job again (file
 	// ids, a process group, a script path).
 	Data map[string]string `json:"data,omitempty"`
+}
+
+// WithData returns st with a copy of Data in which key is value, so that
+// the map of the State the caller passed stays as it was.
+func (st State) WithData(key, value string) State {
+	data := make(map[string]string, len(st.Data)+1)
+	maps.Copy(data, st.Data)
+	data[key] = value
+	st.Data = data
+	return st
 }
 
 // Result is what a successful job produced: a fine-tuned model served by

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"path/filepath"
 	"time"
+
+	"github.com/distill-rag/distill/judge"
 )
 
 // Files are the exported training data of a job, as paths relative to the
@@ -23,15 +25,10 @@ type Files struct {
 	TrainParquet string `json:"train_parquet"`
 	ValParquet   string `json:"val_parquet,omitempty"`
 	// TemplateHash is the judge template the prompts were rendered with;
-	// DataHash a SHA-256 over the exported examples.
-	TemplateHash  string `json:"template_hash"`
-	DataHash      string `json:"data_hash"`
-	TrainExamples int    `json:"train_examples"`
-	ValExamples   int    `json:"val_examples"`
-	// TrainQuestions and ValQuestions are the ids of the questions of the
-	// examples, sorted, each once.
-	TrainQuestions []string `json:"train_questions,omitempty"`
-	ValQuestions   []string `json:"val_questions,omitempty"`
+	// the Split is what the examples are (their hash, counts and
+	// questions), which the hand-back passes on.
+	TemplateHash string `json:"template_hash"`
+	judge.Split
 }
 
 // The dataset names dataset_info.json gives the training and validation

@@ -29,9 +29,7 @@ func NewHandback(job Job, st State) (judge.Handback, error) {
 	h := judge.Handback{
 		Backend: st.Backend, JobID: st.ID, BaseModel: job.BaseModel,
 		FineTunedModel: st.Result.FineTunedModel, AdapterDir: abs(st.Result.AdapterDir), ModelFile: abs(st.Result.ModelFile),
-		TemplateHash: job.Files.TemplateHash, DataHash: job.Files.DataHash,
-		TrainExamples: job.Files.TrainExamples, ValExamples: job.Files.ValExamples,
-		TrainQuestions: job.Files.TrainQuestions, ValQuestions: job.Files.ValQuestions,
+		TemplateHash: job.Files.TemplateHash, Split: job.Files.Split,
 		Metrics: st.Result.Metrics, FinishedAt: st.FinishedAt,
 	}
 	if h.ModelFile == "" {

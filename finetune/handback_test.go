@@ -15,7 +15,7 @@ func TestNewHandbackAdapter(t *testing.T) {
 	job := Job{
 		Dir: filepath.Join(root, "judge"), BaseModel: filepath.Join(root, "base model"), BaseGGUF: "/models/smol.gguf",
 		Labels: Labels{Train: filepath.Join(root, "sft", "train.parquet"), Val: filepath.Join(root, "sft", "val.parquet")},
-		Files:  Files{TemplateHash: judge.TemplateHash, TrainQuestions: []string{"a", "b"}, ValQuestions: []string{"c"}},
+		Files:  Files{TemplateHash: judge.TemplateHash, Split: judge.Split{TrainQuestions: []string{"a", "b"}, ValQuestions: []string{"c"}}},
 	}
 	for _, d := range []string{job.Dir, job.BaseModel} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

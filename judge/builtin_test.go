@@ -2,7 +2,6 @@ package judge
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -11,27 +10,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/lexical"
-)
-
-// evidence builds a context from blocks, each a title followed by its
-// sentences (appended one round per block).
-func evidence(blocks ...[]string) data.Context {
-	var c data.Context
-	for bi, b := range blocks {
-		var ev []data.Evidence
-		for i, s := range b[1:] {
-			ev = append(ev, data.Evidence{DocID: fmt.Sprint("d", bi), Title: b[0], Index: int32(i), Text: s})
-		}
-		c.Append(ev)
-	}
-	return c
-}
-
-const bridgeQuestion = "In which city was the director of The Electric Frontier born?"
-
-var (
-	filmBlock     = []string{"The Electric Frontier", "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
-	directorBlock = []string{"Thirta Grupoustaton", "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director.", "She was born in Standafield, Tovamesia, and grew up in Zargolastad."}
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // builtinCases are inputs for the built-in judges: the analysis decides
@@ -40,11 +19,11 @@ var builtinCases = []struct {
 	question string
 	c        data.Context
 }{
-	{bridgeQuestion, data.Context{}},
-	{bridgeQuestion, evidence(filmBlock)},
-	{bridgeQuestion, evidence(filmBlock, directorBlock)},
-	{"Which was founded earlier, Sauport Films or Fuloson Music?", evidence([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."})},
-	{"what is the tallest mountain?", evidence([]string{"Hills", "Hills are lower than mountains."})},
+	{testkit.BridgeQuestion, data.Context{}},
+	{testkit.BridgeQuestion, testkit.Blocks(testkit.FilmBlock)},
+	{testkit.BridgeQuestion, testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock)},
+	{"Which was founded earlier, Sauport Films or Fuloson Music?", testkit.Blocks([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."})},
+	{"what is the tallest mountain?", testkit.Blocks([]string{"Hills", "Hills are lower than mountains."})},
 }
 
 func TestLexical(t *testing.T) {
@@ -86,7 +65,7 @@ func TestFixedPolicies(t *testing.T) {
 		{Always{}, AlwaysName, data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}},
 	}
 	for _, tt := range tests {
-		res, err := tt.judge.Judge(context.Background(), "q?", evidence(filmBlock))
+		res, err := tt.judge.Judge(context.Background(), "q?", testkit.Blocks(testkit.FilmBlock))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +82,7 @@ func TestFixedPolicies(t *testing.T) {
 // FuzzLexical checks, whatever the text, that the lexical judge's raw
 // output parses back to a verdict of the same shape.
 func FuzzLexical(f *testing.F) {
-	f.Add(bridgeQuestion, strings.Join(filmBlock, "\x1f"), strings.Join(directorBlock, "\x1f"))
+	f.Add(testkit.BridgeQuestion, strings.Join(testkit.FilmBlock, "\x1f"), strings.Join(testkit.DirectorBlock, "\x1f"))
 	f.Add("Are A and B of the same nationality?", "A\x1fA is a \"Bredesanian\" <b>.", "B\x1fB (born 1 May 1950) is a Bredesanian.")
 	f.Add("How many, or which: 1,000 or 3.14?", "\x1f", "Ünïcödé\x1fÉtienne d'Arc's 12 U.S. Café\n…")
 	f.Fuzz(func(t *testing.T, question, block1, block2 string) {

@@ -39,20 +39,14 @@ type Handback struct {
 	// which trains no LoRA. They are kept as written: the judge does not
 	// read them, it only hands them on.
 	Hyperparameters json.RawMessage `json:"hyperparameters,omitempty"`
-	// Data and template: the judge must be used with the template it was
-	// trained on (TemplateHash when trained by this build).
-	TemplateHash  string `json:"template_hash"`
-	DataHash      string `json:"data_hash"`
-	TrainExamples int    `json:"train_examples"`
-	ValExamples   int    `json:"val_examples"`
-	// TrainQuestions and ValQuestions are the ids of the questions whose
-	// states the judge was trained and validated on (distill filter's
-	// split), so that a benchmark can tell when it measures the judge on
-	// them; empty in hand-backs written before they were recorded.
-	TrainQuestions []string           `json:"train_questions,omitempty"`
-	ValQuestions   []string           `json:"val_questions,omitempty"`
-	Metrics        map[string]float64 `json:"metrics,omitempty"`
-	FinishedAt     time.Time          `json:"finished_at"`
+	// Template and data: the judge must be used with the template it was
+	// trained on (TemplateHash when trained by this build). Its Split's
+	// questions are empty in hand-backs written before they were
+	// recorded.
+	TemplateHash string `json:"template_hash"`
+	Split
+	Metrics    map[string]float64 `json:"metrics,omitempty"`
+	FinishedAt time.Time          `json:"finished_at"`
 	// Commands to serve the judge and to run the loop with it
 	// (SetCommands), with the paths of where the hand-back was read or
 	// written.
@@ -65,6 +59,18 @@ type Handback struct {
 	ChatTemplate *ChatTemplates `json:"chat_template,omitempty"`
 	LlamaCpp     *LlamaCpp      `json:"llama_cpp,omitempty"`
 	TrainingData *TrainingData  `json:"training_data,omitempty"`
+}
+
+// Split is what a judge was trained and validated on, as the export of the
+// training data records it: a SHA-256 over the examples, their counts, and
+// the ids of their questions (distill filter's split), sorted, each once,
+// so that a benchmark can tell when it measures the judge on them.
+type Split struct {
+	DataHash       string   `json:"data_hash"`
+	TrainExamples  int      `json:"train_examples"`
+	ValExamples    int      `json:"val_examples"`
+	TrainQuestions []string `json:"train_questions,omitempty"`
+	ValQuestions   []string `json:"val_questions,omitempty"`
 }
 
 // ChatTemplates records the chat template (the Jinja template that turns

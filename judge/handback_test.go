@@ -17,7 +17,7 @@ func TestHandbackRoundTrip(t *testing.T) {
 		Backend: "local", JobID: "j1", BaseModel: "meta-llama/Llama-3.2-3B-Instruct",
 		AdapterDir:      "/runs/judge/adapter",
 		Hyperparameters: json.RawMessage(`{"lora_rank":16,"target_modules":["q_proj","v_proj"]}`),
-		TemplateHash:    TemplateHash, DataHash: "d", TrainExamples: 9, ValExamples: 1,
+		TemplateHash:    TemplateHash, Split: Split{DataHash: "d", TrainExamples: 9, ValExamples: 1},
 		Metrics: map[string]float64{"eval_loss": 0.5}, FinishedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Serve: "vllm serve ...", Use: "distill rollout ...",
 		ChatTemplate: &ChatTemplates{Trained: "t", Served: "t", ServedFrom: "/m/base.gguf", Status: ChatTemplatesMatch},

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // TestContract runs every judge of this package through what the contract
@@ -27,12 +28,12 @@ func TestContract(t *testing.T) {
 		"linear":  linear,
 		"llm":     NewLLM(client(t, s.URL(), "judge-model"), "judge-model"),
 	}
-	contexts := []data.Context{{}, evidence(filmBlock), evidence(filmBlock, directorBlock)}
+	contexts := []data.Context{{}, testkit.Blocks(testkit.FilmBlock), testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock)}
 	for name, j := range judges {
 		t.Run(name, func(t *testing.T) {
 			want := make([]Result, len(contexts))
 			for i, c := range contexts {
-				r, err := j.Judge(t.Context(), bridgeQuestion, c)
+				r, err := j.Judge(t.Context(), testkit.BridgeQuestion, c)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -51,7 +52,7 @@ func TestContract(t *testing.T) {
 				wg.Go(func() {
 					for range 5 {
 						for i, c := range contexts {
-							r, err := j.Judge(t.Context(), bridgeQuestion, c)
+							r, err := j.Judge(t.Context(), testkit.BridgeQuestion, c)
 							if err != nil {
 								errs[g] = err
 								return
@@ -81,7 +82,7 @@ func TestContract(t *testing.T) {
 
 func TestContractParseFailure(t *testing.T) {
 	s := scripted(t, "I cannot tell.")
-	r, err := NewLLM(client(t, s.URL(), "judge-model"), "judge-model").Judge(t.Context(), bridgeQuestion, evidence(filmBlock))
+	r, err := NewLLM(client(t, s.URL(), "judge-model"), "judge-model").Judge(t.Context(), testkit.BridgeQuestion, testkit.Blocks(testkit.FilmBlock))
 	if err != nil {
 		t.Fatalf("got error %v, want an unparseable answer as a result", err)
 	}

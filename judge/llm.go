@@ -3,10 +3,9 @@ package judge
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/rolecall"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -119,34 +118,19 @@ func Schema() llm.Schema { return schema }
 // Judge implements Judge.
 func (j *LLM) Judge(ctx context.Context, question string, c data.Context) (Result, error) {
 	s := schema
-	p := Prompt(question, c.Render())
 	req := llm.Request{
-		Messages:    []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}},
+		Messages:    rolecall.Messages(Prompt(question, c.Render())),
 		Temperature: 0,
 		MaxTokens:   j.maxTokens,
 		Schema:      &s,
 	}
 	var r verdictReply
 	resp, err := llm.DecodeJSON(ctx, j.c, req, &r)
-	var perr *llm.ParseError
-	if err != nil && !errors.As(err, &perr) {
-		if cerr := ctx.Err(); cerr != nil {
-			return Result{}, cerr
-		}
-		return Result{}, fmt.Errorf("llm judge: %w", err)
+	call, err := rolecall.Decoded(resp, err, j.model, TemplateHash)
+	if err != nil {
+		return Result{}, rolecall.Error(ctx, "llm judge", err)
 	}
-	call := data.Call{
-		Raw:          resp.Content,
-		Model:        resp.Model,
-		Repaired:     resp.Reasked,
-		TemplateHash: TemplateHash,
-		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
-	}
-	if call.Model == "" {
-		call.Model = j.model
-	}
-	if perr != nil {
-		call.ParseError = perr.Error()
+	if call.ParseError != "" {
 		return Result{Call: call}, nil
 	}
 	return Result{Verdict: r.v, Call: call}, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/internal/lexical"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -110,7 +111,7 @@ func TestOpen(t *testing.T) {
 				t.Errorf("ChatterFunc calls (-want +got):\n%s", diff)
 			}
 			if tt.wantModel != "" {
-				res, err := j.Judge(t.Context(), "Who?", evidence(filmBlock))
+				res, err := j.Judge(t.Context(), "Who?", testkit.Blocks(testkit.FilmBlock))
 				if err != nil || res.Model != tt.wantModel {
 					t.Errorf("judged by %q, %v; want %q", res.Model, err, tt.wantModel)
 				}

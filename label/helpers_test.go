@@ -9,10 +9,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/judge"
-	"github.com/distill-rag/distill/retrieve/bm25"
-	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/runner"
+	"github.com/distill-rag/distill/rollout/runner/runnertest"
 )
 
 // sampleRun is a rollout of the bundled sample with the built-in roles,
@@ -22,25 +19,7 @@ var sampleRun = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	w := synth.Sample()
-	idx := filepath.Join(dir, "index")
-	ctx := context.Background()
-	if _, err := bm25.Build(ctx, idx, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
-		return "", err
-	}
-	x, err := bm25.Open(idx)
-	if err != nil {
-		return "", err
-	}
-	defer x.Close()
-	out := filepath.Join(dir, "rollout")
-	_, err = runner.Run(ctx, runner.Options{
-		Questions: runner.Slice(w.Questions),
-		Roles:     rollout.Roles{Judge: judge.Lexical{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x},
-		Loop:      rollout.Options{Policy: rollout.Fixed},
-		Out:       out,
-	})
-	return filepath.Join(out, runner.TrajectoriesFile), err
+	return runnertest.Sample(context.Background(), dir)
 })
 
 // trajectories returns the path of the sample rollout's trajectories and

@@ -185,9 +185,7 @@ type run struct {
 }
 
 func newRun(o Options) (*run, error) {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrOptions)
-	}
+	bad := stage.OptionsErrorf
 	switch {
 	case o.In == "":
 		return nil, bad("no input trajectories")

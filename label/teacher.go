@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/rolecall"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 )
@@ -184,9 +185,8 @@ type LLMTeacher struct {
 // Request returns the chat request of one sample of a state.
 func (t *LLMTeacher) Request(s data.State, sample int) llm.Request {
 	schema := judge.Schema()
-	p := TeacherPrompt(s.Question, s.Context)
 	req := llm.Request{
-		Messages:    []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}},
+		Messages:    rolecall.Messages(TeacherPrompt(s.Question, s.Context)),
 		Temperature: t.Temperature,
 		MaxTokens:   t.MaxTokens,
 		Schema:      &schema,

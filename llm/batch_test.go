@@ -138,6 +138,22 @@ func batchInput(t *testing.T, c *Client, reqs map[string]Request) []byte {
 	return buf.Bytes()
 }
 
+// submitBatch uploads input as a batch file named name and creates a
+// batch of it.
+func submitBatch(t *testing.T, c *Client, name string, input []byte) Batch {
+	t.Helper()
+	ctx := context.Background()
+	fileID, err := c.UploadBatchFile(ctx, name, input)
+	if err != nil {
+		t.Fatalf("UploadBatchFile: %v", err)
+	}
+	b, err := c.CreateBatch(ctx, fileID, nil)
+	if err != nil {
+		t.Fatalf("CreateBatch: %v", err)
+	}
+	return b
+}
+
 // waitBatch polls until the batch ends; the test server advances a batch
 // on every poll, so no time passes.
 func waitBatch(t *testing.T, c *Client, b Batch) Batch {
@@ -257,16 +273,7 @@ func TestBatchExpiredAndCancelled(t *testing.T) {
 	t.Run("expired", func(t *testing.T) {
 		s := newServer(t, llmtest.Options{BatchScript: []llmtest.BatchOutcome{{Status: "expired", Complete: 0.5}}})
 		c := newClient(t, s.URL(), Config{})
-		ctx := context.Background()
-		fileID, err := c.UploadBatchFile(ctx, "", batchInput(t, c, reqs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := c.CreateBatch(ctx, fileID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = waitBatch(t, c, b)
+		b := waitBatch(t, c, submitBatch(t, c, "", batchInput(t, c, reqs)))
 		if b.Status != "expired" || b.OutputFileID == "" || b.ErrorFileID == "" || b.Completed != 2 || b.Failed != 2 {
 			t.Fatalf("got %+v, want expired with both files, 2 completed, 2 failed", b)
 		}
@@ -289,16 +296,8 @@ func TestBatchExpiredAndCancelled(t *testing.T) {
 	t.Run("cancelled", func(t *testing.T) {
 		s := newServer(t, llmtest.Options{BatchPolls: 10})
 		c := newClient(t, s.URL(), Config{})
-		ctx := context.Background()
-		fileID, err := c.UploadBatchFile(ctx, "in.jsonl", batchInput(t, c, reqs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := c.CreateBatch(ctx, fileID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b, err = c.CancelBatch(ctx, b.ID); err != nil || b.Status != "cancelling" || b.Terminal() {
+		b, err := c.CancelBatch(context.Background(), submitBatch(t, c, "in.jsonl", batchInput(t, c, reqs)).ID)
+		if err != nil || b.Status != "cancelling" || b.Terminal() {
 			t.Fatalf("CancelBatch: got %+v, %v; want cancelling", b, err)
 		}
 		if b = waitBatch(t, c, b); b.Status != "cancelled" {
@@ -308,17 +307,8 @@ func TestBatchExpiredAndCancelled(t *testing.T) {
 	t.Run("failed input", func(t *testing.T) {
 		s := newServer(t, llmtest.Options{})
 		c := newClient(t, s.URL(), Config{})
-		ctx := context.Background()
 		line, _ := c.BatchLine("same", userRequest("x"))
-		fileID, err := c.UploadBatchFile(ctx, "in.jsonl", []byte(string(line)+"\n"+string(line)+"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := c.CreateBatch(ctx, fileID, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b = waitBatch(t, c, b)
+		b := waitBatch(t, c, submitBatch(t, c, "in.jsonl", []byte(string(line)+"\n"+string(line)+"\n")))
 		if b.Status != "failed" || len(b.Errors) != 1 || !strings.HasPrefix(b.Errors[0], "line 2: duplicate_custom_id: ") {
 			t.Errorf("got %s with errors %q, want failed with line 2: duplicate_custom_id", b.Status, b.Errors)
 		}

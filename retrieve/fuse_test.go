@@ -2,29 +2,20 @@ package retrieve_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 func TestFusionConformance(t *testing.T) {
 	retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
 		var rs []retrieve.Retriever
-		for i, o := range []bm25.BuildOptions{{}, {K1: 1.5, B: 0.9}} {
-			dir := filepath.Join(t.TempDir(), "idx", string(rune('a'+i)))
-			if _, err := bm25.Build(context.Background(), dir, data.NewPassageSlice(corpus), o); err != nil {
-				t.Fatal(err)
-			}
-			x, err := bm25.Open(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { x.Close() })
-			rs = append(rs, x)
+		for _, o := range []bm25.BuildOptions{{}, {K1: 1.5, B: 0.9}} {
+			rs = append(rs, bm25test.Index(t, corpus, o))
 		}
 		return retrieve.Fusion{Retrievers: rs}
 	})

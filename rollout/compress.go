@@ -9,6 +9,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/lexical"
+	"github.com/distill-rag/distill/internal/rolecall"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -174,15 +175,13 @@ var (
 // sentence, the abstractive variant), each summary attributed to its
 // document. See LLMExtractor for what the model-backed roles share.
 type LLMSummarizer struct {
-	c       llm.Chatter
-	model   string
+	llmRole
 	focused bool
-	s       llmSettings
 }
 
 // NewLLMSummarizer returns a summariser that asks c.
 func NewLLMSummarizer(c llm.Chatter, model string, focused bool, opts ...LLMOption) *LLMSummarizer {
-	return &LLMSummarizer{c: c, model: model, focused: focused, s: newSettings(256, opts)}
+	return &LLMSummarizer{llmRole: newLLMRole(c, model, 256, opts), focused: focused}
 }
 
 type summaryReply struct {
@@ -217,13 +216,13 @@ func (s *LLMSummarizer) Compress(ctx context.Context, question string, _ []data.
 	}
 	user := strings.NewReplacer("{question}", data.OneLine(question), "{instruction}", instruction, "{documents}", strings.TrimSpace(b.String())).Replace(summaryUser)
 	schema := summarySchema
-	req := llm.Request{Messages: []llm.Message{{Role: "system", Content: summarySystem}, {Role: "user", Content: user}},
-		Temperature: 0, MaxTokens: s.s.maxTokens, Schema: &schema}
+	req := llm.Request{Messages: rolecall.Messages(data.Prompt{System: summarySystem, User: user}),
+		Temperature: 0, MaxTokens: s.maxTokens, Schema: &schema}
 	var reply summaryReply
 	resp, err := llm.DecodeJSON(ctx, s.c, req, &reply)
-	call, err := decodedCall(resp, err, s.model, hash)
+	call, err := rolecall.Decoded(resp, err, s.model, hash)
 	if err != nil {
-		return CompressResult{}, roleCallError(ctx, "llm summarizer", err)
+		return CompressResult{}, rolecall.Error(ctx, "llm summarizer", err)
 	}
 	if call.ParseError != "" {
 		return CompressResult{Call: call}, nil

@@ -10,25 +10,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/lexical"
-)
-
-// builtinContext builds a context from blocks, each a title followed by its
-// sentences (appended one round per block).
-func builtinContext(blocks ...[]string) data.Context {
-	var c data.Context
-	for bi, b := range blocks {
-		var ev []data.Evidence
-		for i, s := range b[1:] {
-			ev = append(ev, data.Evidence{DocID: fmt.Sprint("d", bi), Title: b[0], Index: int32(i), Text: s})
-		}
-		c.Append(ev)
-	}
-	return c
-}
-
-var (
-	filmBlock     = []string{"The Electric Frontier", "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
-	directorBlock = []string{"Thirta Grupoustaton", "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director.", "She was born in Standafield, Tovamesia, and grew up in Zargolastad."}
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // builtinCases are inputs for the built-in roles: the analysis decides
@@ -38,11 +20,11 @@ var builtinCases = []struct {
 	c        data.Context
 }{
 	{"In which city was the director of The Electric Frontier born?", data.Context{}},
-	{"In which city was the director of The Electric Frontier born?", builtinContext(filmBlock)},
-	{"In which city was the director of The Electric Frontier born?", builtinContext(filmBlock, directorBlock)},
-	{"Who directed The Electric Frontier?", builtinContext(filmBlock)},
-	{"Was The Electric Frontier filmed in Rome?", builtinContext(filmBlock)},
-	{"bakery", builtinContext([]string{"Bakery", "A bakery bakes."})},
+	{"In which city was the director of The Electric Frontier born?", testkit.Blocks(testkit.FilmBlock)},
+	{"In which city was the director of The Electric Frontier born?", testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock)},
+	{"Who directed The Electric Frontier?", testkit.Blocks(testkit.FilmBlock)},
+	{"Was The Electric Frontier filmed in Rome?", testkit.Blocks(testkit.FilmBlock)},
+	{"bakery", testkit.Blocks([]string{"Bakery", "A bakery bakes."})},
 }
 
 func TestLexicalExtractor(t *testing.T) {

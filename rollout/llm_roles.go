@@ -2,10 +2,10 @@ package rollout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/rolecall"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -17,28 +17,33 @@ const (
 )
 
 // LLMOption adjusts a model-backed role.
-type LLMOption func(*llmSettings)
+type LLMOption func(*llmRole)
 
-type llmSettings struct {
+// llmRole is what every model-backed role holds: its model client, the
+// model recorded when the server names none, and the cap on the tokens of
+// an answer.
+type llmRole struct {
+	c         llm.Chatter
+	model     string
 	maxTokens int
 }
 
 // WithMaxTokens caps the tokens of each answer at n; n <= 0 keeps the
 // role's default.
 func WithMaxTokens(n int) LLMOption {
-	return func(s *llmSettings) {
+	return func(r *llmRole) {
 		if n > 0 {
-			s.maxTokens = n
+			r.maxTokens = n
 		}
 	}
 }
 
-func newSettings(maxTokens int, opts []LLMOption) llmSettings {
-	s := llmSettings{maxTokens: maxTokens}
+func newLLMRole(c llm.Chatter, model string, maxTokens int, opts []LLMOption) llmRole {
+	r := llmRole{c: c, model: model, maxTokens: maxTokens}
 	for _, o := range opts {
-		o(&s)
+		o(&r)
 	}
-	return s
+	return r
 }
 
 var (
@@ -89,17 +94,13 @@ func mustSchema[T any](name string) llm.Schema {
 //   - Call.Model is the model the server says answered, else the model
 //     given to the constructor; Call.Usage adds up both calls of a re-ask.
 //   - They are safe for concurrent use when their Chatter is.
-type LLMExtractor struct {
-	c     llm.Chatter
-	model string
-	s     llmSettings
-}
+type LLMExtractor struct{ llmRole }
 
 // NewLLMExtractor returns an extractor that asks c; model is recorded when
 // the server does not name the model that answered. It answers in at most
 // DefaultExtractorMaxTokens tokens unless WithMaxTokens says otherwise.
 func NewLLMExtractor(c llm.Chatter, model string, opts ...LLMOption) *LLMExtractor {
-	return &LLMExtractor{c: c, model: model, s: newSettings(DefaultExtractorMaxTokens, opts)}
+	return &LLMExtractor{newLLMRole(c, model, DefaultExtractorMaxTokens, opts)}
 }
 
 // Extract implements Extractor.
@@ -109,16 +110,16 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 	}
 	schema := extractorSchema
 	req := llm.Request{
-		Messages:    messages(ExtractorPrompt(question, gaps, sentences, max)),
+		Messages:    rolecall.Messages(ExtractorPrompt(question, gaps, sentences, max)),
 		Temperature: 0,
-		MaxTokens:   x.s.maxTokens,
+		MaxTokens:   x.maxTokens,
 		Schema:      &schema,
 	}
 	var reply extractReply
 	resp, err := llm.DecodeJSON(ctx, x.c, req, &reply)
-	call, err := decodedCall(resp, err, x.model, ExtractorTemplateHash)
+	call, err := rolecall.Decoded(resp, err, x.model, ExtractorTemplateHash)
 	if err != nil {
-		return ExtractResult{}, roleCallError(ctx, "llm extractor", err)
+		return ExtractResult{}, rolecall.Error(ctx, "llm extractor", err)
 	}
 	if call.ParseError != "" {
 		return ExtractResult{Call: call}, nil
@@ -138,29 +139,25 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 // its reply and the form the answer must take (Call.Repaired). Its template
 // hash is ReaderTemplateHash. See LLMExtractor for what the model-backed
 // roles share.
-type LLMReader struct {
-	c     llm.Chatter
-	model string
-	s     llmSettings
-}
+type LLMReader struct{ llmRole }
 
 // NewLLMReader returns a reader that asks c; model is recorded when the
 // server does not name the model that answered. It answers in at most
 // DefaultReaderMaxTokens tokens unless WithMaxTokens says otherwise.
 func NewLLMReader(c llm.Chatter, model string, opts ...LLMOption) *LLMReader {
-	return &LLMReader{c: c, model: model, s: newSettings(DefaultReaderMaxTokens, opts)}
+	return &LLMReader{newLLMRole(c, model, DefaultReaderMaxTokens, opts)}
 }
 
 // Answer implements Reader.
 func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context) (ReadResult, error) {
 	req := llm.Request{
-		Messages:    messages(ReaderPrompt(question, c.Render())),
+		Messages:    rolecall.Messages(ReaderPrompt(question, c.Render())),
 		Temperature: 0,
-		MaxTokens:   r.s.maxTokens,
+		MaxTokens:   r.maxTokens,
 	}
 	resp, err := r.c.Chat(ctx, req)
 	if err != nil {
-		return ReadResult{}, roleCallError(ctx, "llm reader", err)
+		return ReadResult{}, rolecall.Error(ctx, "llm reader", err)
 	}
 	answer, perr := readAnswer(resp)
 	if perr != nil {
@@ -171,14 +168,14 @@ func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context)
 		first := resp
 		resp, err = r.c.Chat(ctx, again)
 		if err != nil {
-			return ReadResult{}, roleCallError(ctx, "llm reader", fmt.Errorf("re-ask after an answer without %q: %w", "Answer:", err))
+			return ReadResult{}, rolecall.Error(ctx, "llm reader", fmt.Errorf("re-ask after an answer without %q: %w", "Answer:", err))
 		}
 		resp.Usage.PromptTokens += first.Usage.PromptTokens
 		resp.Usage.CompletionTokens += first.Usage.CompletionTokens
 		resp.Reasked = true
 		answer, perr = readAnswer(resp)
 	}
-	call := newCall(resp, r.model, ReaderTemplateHash)
+	call := rolecall.New(resp, r.model, ReaderTemplateHash)
 	if perr != nil {
 		call.ParseError = perr.Error()
 		return ReadResult{Call: call}, nil
@@ -194,48 +191,4 @@ func readAnswer(resp llm.Response) (string, error) {
 		return "", fmt.Errorf("%w (the reply was cut off at the token limit)", err)
 	}
 	return answer, err
-}
-
-// messages turns a prompt into chat messages.
-func messages(p data.Prompt) []llm.Message {
-	return []llm.Message{{Role: "system", Content: p.System}, {Role: "user", Content: p.User}}
-}
-
-// newCall records a model call from its response.
-func newCall(resp llm.Response, model, hash string) data.Call {
-	call := data.Call{
-		Raw:          resp.Content,
-		Model:        resp.Model,
-		Repaired:     resp.Reasked,
-		TemplateHash: hash,
-		Usage:        data.Usage{PromptTokens: int64(resp.Usage.PromptTokens), CompletionTokens: int64(resp.Usage.CompletionTokens)},
-	}
-	if call.Model == "" {
-		call.Model = model
-	}
-	return call
-}
-
-// decodedCall records a call made with llm.DecodeJSON from its response
-// and error: a *llm.ParseError becomes Call.ParseError; any other error is
-// returned for the role to return.
-func decodedCall(resp llm.Response, err error, model, hash string) (data.Call, error) {
-	var perr *llm.ParseError
-	if err != nil && !errors.As(err, &perr) {
-		return data.Call{}, err
-	}
-	call := newCall(resp, model, hash)
-	if perr != nil {
-		call.ParseError = perr.Error()
-	}
-	return call, nil
-}
-
-// roleCallError is the error of a role whose model call failed: ctx.Err()
-// as is when the context has ended, else err wrapped with the role's name.
-func roleCallError(ctx context.Context, role string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	return fmt.Errorf("%s: %w", role, err)
 }

@@ -1,54 +1,32 @@
 package rollout
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/internal/roletest"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
 
-// scripted starts a server that answers with answers in turn.
-var scripted = llmtest.Scripted
-
-// client returns a real model client for a server.
-func client(t *testing.T, baseURL, model string) *llm.Client {
-	t.Helper()
-	c, err := llm.New(llm.Config{BaseURL: baseURL, Model: model})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-// billed is the usage llmtest bills for requests answered with answers.
-func billed(reqs []llmtest.Request, answers []string) data.Usage {
-	p, c := llmtest.Billed(reqs, answers)
-	return data.Usage{PromptTokens: p, CompletionTokens: c}
-}
-
-// checkReask checks that a second request asked again.
-var checkReask = llmtest.CheckReask
-
-// ignoreParseErrorAndUsage leaves those fields of Call to separate checks.
-var ignoreParseErrorAndUsage = cmpopts.IgnoreFields(data.Call{}, "ParseError", "Usage")
+// scripted starts a server that answers with answers in turn, and client
+// returns a real model client for a server.
+var (
+	scripted = llmtest.Scripted
+	client   = roletest.Client
+)
 
 func TestLLMJudgeLoopFallback(t *testing.T) {
 	// What the loop makes of an unusable verdict of the LLM judge:
@@ -104,28 +82,9 @@ func TestLLMExtractor(t *testing.T) {
 				t.Fatalf("got error %v, want none", err)
 			}
 			reqs := s.Requests()
-			wantRequests := min(len(tt.answers), 2)
-			if tt.wantParseError != "" {
-				wantRequests = 2
-			}
-			if len(reqs) != wantRequests {
-				t.Fatalf("got %d requests, want %d", len(reqs), wantRequests)
-			}
-			if wantRequests == 2 {
-				checkReask(t, reqs, tt.answers[0])
-			}
-			want := ExtractResult{IDs: tt.want, Call: data.Call{Raw: tt.answers[min(wantRequests, len(tt.answers))-1], Model: "extractor-model", Repaired: wantRequests == 2, TemplateHash: ExtractorTemplateHash}}
-			if diff := cmp.Diff(want, got, ignoreParseErrorAndUsage); diff != "" {
-				t.Errorf("result differs (-want +got):\n%s", diff)
-			}
-			switch {
-			case tt.wantParseError == "" && got.ParseError != "":
-				t.Errorf("got parse error %q, want none", got.ParseError)
-			case !strings.Contains(got.ParseError, tt.wantParseError):
-				t.Errorf("got parse error %q, want one containing %q", got.ParseError, tt.wantParseError)
-			}
-			if want := billed(reqs, tt.answers); got.Usage != want {
-				t.Errorf("got usage %+v, want %+v (every request)", got.Usage, want)
+			roletest.Repair(t, reqs, tt.answers, tt.wantParseError, got.Call, "extractor-model", ExtractorTemplateHash)
+			if diff := cmp.Diff(tt.want, got.IDs); diff != "" {
+				t.Errorf("ids differ (-want +got):\n%s", diff)
 			}
 			wantUser := ExtractorPrompt(promptQuestion, gaps, sentences, 3).User
 			if got := reqs[0].Messages; len(got) != 2 || got[1].Content != wantUser {
@@ -192,7 +151,7 @@ func TestLLMReader(t *testing.T) {
 			}
 			last := tt.answers[len(tt.answers)-1]
 			want := ReadResult{Answer: tt.want, Call: data.Call{Raw: last, Model: "reader-model", Repaired: len(tt.answers) == 2,
-				TemplateHash: ReaderTemplateHash, Usage: billed(reqs, tt.answers)}}
+				TemplateHash: ReaderTemplateHash, Usage: roletest.Billed(reqs, tt.answers)}}
 			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(data.Call{}, "ParseError")); diff != "" {
 				t.Errorf("result differs (-want +got):\n%s", diff)
 			}
@@ -216,27 +175,22 @@ func TestLLMReader(t *testing.T) {
 	}
 }
 
-// llmRole runs one model-backed role on the fixed prompt input.
-type llmRole struct {
-	name       string
-	maxTokens  int
-	answer     string
-	schema     *llm.Schema
-	newAndCall func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error)
-}
-
-func llmRoles() []llmRole {
-	return []llmRole{
+// llmRoles are the extractor and the reader as the checks of every
+// model-backed role see them, run on the fixed prompt input.
+func llmRoles() []roletest.Role[LLMOption] {
+	return []roletest.Role[LLMOption]{
 		{
-			name: "extractor", maxTokens: DefaultExtractorMaxTokens, answer: `{"evidence_global_ids": [2]}`, schema: &extractorSchema,
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
+			Name: "extractor", MaxTokens: DefaultExtractorMaxTokens, WithMaxTokens: WithMaxTokens, Answer: `{"evidence_global_ids": [2]}`,
+			Schema: &extractorSchema, TemplateHash: ExtractorTemplateHash,
+			Call: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMExtractor(c, "extractor-model", opts...).Extract(ctx, promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
 				return r.Call, err
 			},
 		},
 		{
-			name: "reader", maxTokens: DefaultReaderMaxTokens, answer: "Answer: Carrow",
-			newAndCall: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
+			Name: "reader", MaxTokens: DefaultReaderMaxTokens, WithMaxTokens: WithMaxTokens, Answer: "Answer: Carrow",
+			TemplateHash: ReaderTemplateHash,
+			Call: func(ctx context.Context, c llm.Chatter, opts ...LLMOption) (data.Call, error) {
 				r, err := NewLLMReader(c, "reader-model", opts...).Answer(ctx, promptQuestion, promptContext())
 				return r.Call, err
 			},
@@ -244,121 +198,12 @@ func llmRoles() []llmRole {
 	}
 }
 
-func TestLLMRolesSamplingParameters(t *testing.T) {
+func TestLLMRoles(t *testing.T) {
 	for _, role := range llmRoles() {
-		for _, tt := range []struct {
-			name          string
-			opts          []LLMOption
-			wantMaxTokens int
-		}{
-			{"default", nil, role.maxTokens},
-			{"with max tokens", []LLMOption{WithMaxTokens(300)}, 300},
-			{"non-positive max tokens keeps the default", []LLMOption{WithMaxTokens(0)}, role.maxTokens},
-		} {
-			t.Run(role.name+"/"+tt.name, func(t *testing.T) {
-				s := scripted(t, role.answer)
-				call, err := role.newAndCall(context.Background(), client(t, s.URL(), role.name+"-model"), tt.opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if call.ParseError != "" {
-					t.Fatalf("got parse error %q, want none", call.ParseError)
-				}
-				reqs := s.Requests()
-				if len(reqs) != 1 {
-					t.Fatalf("got %d requests, want 1", len(reqs))
-				}
-				r := reqs[0]
-				for member, want := range map[string]string{"temperature": "0", "max_tokens": fmt.Sprint(tt.wantMaxTokens)} {
-					if got, ok := r.Member(member); !ok || string(got) != want {
-						t.Errorf("got %s %s (sent: %v), want %s", member, got, ok, want)
-					}
-				}
-				wantFormat := ""
-				if role.schema != nil {
-					wantFormat = llm.ModeJSONSchema
-				}
-				if r.ResponseFormat != wantFormat {
-					t.Errorf("got response_format %q, want %q", r.ResponseFormat, wantFormat)
-				}
-				if role.schema != nil && !jsonEqual(r.Schema, role.schema.Schema) {
-					t.Errorf("got schema %s, want %s", r.Schema, role.schema.Schema)
-				}
-			})
-		}
-	}
-}
-
-func jsonEqual(a, b []byte) bool {
-	var x, y any
-	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && cmp.Equal(x, y)
-}
-
-func TestLLMRolesServerErrors(t *testing.T) {
-	for _, role := range llmRoles() {
-		t.Run(role.name, func(t *testing.T) {
-			s := llmtest.NewServer(llmtest.Options{ServerError: 1})
-			t.Cleanup(s.Close)
-			noWait := func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-			c := llm.Retry(client(t, s.URL(), role.name+"-model"), llm.RetryOptions{MaxAttempts: 3, Sleep: noWait})
-			_, err := role.newAndCall(context.Background(), c)
-			var se *llm.StatusError
-			if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError {
-				t.Fatalf("got error %v, want a 500 *llm.StatusError", err)
-			}
-			if n := len(s.Requests()); n != 3 {
-				t.Errorf("got %d requests, want 3 (the client's attempts)", n)
-			}
-		})
-	}
-}
-
-func TestLLMRolesServerErrorOnReask(t *testing.T) {
-	// The first answer is unusable and the re-ask fails: the call failed,
-	// it was not a parse failure.
-	s := llmtest.NewServer(llmtest.Options{Script: []llmtest.Fault{llmtest.None, llmtest.ServerError}, Answer: func(llmtest.Request) string { return "no JSON" }})
-	t.Cleanup(s.Close)
-	_, err := NewLLMExtractor(client(t, s.URL(), "extractor-model"), "extractor-model").Extract(context.Background(), promptQuestion, promptGaps(), promptSentences(), DefaultMaxEvidence)
-	var se *llm.StatusError
-	if !errors.As(err, &se) || se.StatusCode != http.StatusInternalServerError {
-		t.Fatalf("got error %v, want a 500 *llm.StatusError", err)
-	}
-}
-
-func TestLLMRolesCancelled(t *testing.T) {
-	for _, role := range llmRoles() {
-		t.Run(role.name, func(t *testing.T) {
-			s := scripted(t, role.answer)
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			_, err := role.newAndCall(ctx, client(t, s.URL(), role.name+"-model"))
-			if err != context.Canceled {
-				t.Errorf("got error %v, want context.Canceled as is", err)
-			}
-		})
-	}
-}
-
-// TestLLMRolesModelFallback uses a server that names no model and stops at
-// the token limit.
-func TestLLMRolesModelFallback(t *testing.T) {
-	for _, role := range llmRoles() {
-		t.Run(role.name, func(t *testing.T) {
-			content, _ := json.Marshal(role.answer)
-			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"choices":[{"index":0,"message":{"role":"assistant","content":%s},"finish_reason":"stop"}],"usage":{"prompt_tokens":7,"completion_tokens":3,"total_tokens":10}}`, content)
-			}))
-			t.Cleanup(ts.Close)
-			call, err := role.newAndCall(context.Background(), client(t, ts.URL+"/v1", "sent-model"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := data.Call{Raw: role.answer, Model: role.name + "-model", TemplateHash: call.TemplateHash, Usage: data.Usage{PromptTokens: 7, CompletionTokens: 3}}
-			if diff := cmp.Diff(want, call); diff != "" {
-				t.Errorf("call differs (-want +got):\n%s", diff)
-			}
-		})
+		roletest.SamplingParameters(t, role)
+		roletest.Failures(t, role)
+		roletest.ModelFallback(t, role)
+		roletest.PromptGolden(t, role, "llm_"+role.Name+"_prompt.golden")
 	}
 }
 
@@ -375,42 +220,6 @@ func TestLLMReaderCutOff(t *testing.T) {
 	}
 	if got.Answer != "" || !strings.Contains(got.ParseError, "cut off at the token limit") {
 		t.Errorf("got answer %q and parse error %q, want no answer and a parse error saying the reply was cut off", got.Answer, got.ParseError)
-	}
-}
-
-// TestLLMPromptsGolden records each role's request as the server received
-// it for the fixed input: sampling parameters, schema and messages.
-func TestLLMPromptsGolden(t *testing.T) {
-	for _, role := range llmRoles() {
-		t.Run(role.name, func(t *testing.T) {
-			s := scripted(t, role.answer)
-			if _, err := role.newAndCall(context.Background(), client(t, s.URL(), role.name+"-model")); err != nil {
-				t.Fatal(err)
-			}
-			reqs := s.Requests()
-			if len(reqs) != 1 {
-				t.Fatalf("got %d requests, want 1", len(reqs))
-			}
-			r := reqs[0]
-			var b strings.Builder
-			b.WriteString("=== request\n")
-			for _, member := range []string{"model", "temperature", "max_tokens"} {
-				v, _ := r.Member(member)
-				fmt.Fprintf(&b, "%s: %s\n", member, v)
-			}
-			fmt.Fprintf(&b, "response_format: %q\n", r.ResponseFormat)
-			if len(r.Schema) > 0 {
-				var indented bytes.Buffer
-				if err := json.Indent(&indented, r.Schema, "", "  "); err != nil {
-					t.Fatal(err)
-				}
-				fmt.Fprintf(&b, "=== schema\n%s\n", indented.String())
-			}
-			for _, m := range r.Messages {
-				fmt.Fprintf(&b, "=== %s\n%s\n", m.Role, m.Content)
-			}
-			testkit.Golden(t, "llm_"+role.name+"_prompt.golden", b.String())
-		})
 	}
 }
 

@@ -112,16 +112,11 @@ func benchAction(c *cli.Context) error {
 	if err := shareModel(c, "judge", "base-judge", "extractor", "reader"); err != nil {
 		return err
 	}
-	questionsPath, dataset := c.Path("questions"), c.String("dataset")
+	questionsPath, err := questionsFlags(c, "bench", c.Path("out"))
+	if err != nil {
+		return err
+	}
 	switch {
-	case questionsPath != "" && dataset != "":
-		return usageErrorf("bench: give --questions or --dataset, not both")
-	case dataset != "" && dataset != datasetSample:
-		return usageErrorf("bench: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
-	case questionsPath != "" && c.String("index") == "":
-		return usageErrorf("bench: --index is required with --questions")
-	case questionsPath != "" && c.Path("out") == "":
-		return usageErrorf("bench: --out is required with --questions")
 	case c.Int("limit") < 0 || c.Int("workers") < 1 || c.Int("parallel") < 0:
 		return usageErrorf("bench: --limit and --parallel must not be negative, --workers at least 1")
 	case !slices.Contains(summarizerKinds, c.String("summarizer")):
@@ -270,14 +265,8 @@ func benchMergeAction(c *cli.Context) error {
 	if _, err := benchQuestions(c, &opts); err != nil {
 		return err
 	}
-	_, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts)
-	switch {
-	case errors.Is(err, runner.ErrOutExists):
-		return usageErrorf("bench merge: %s is not empty: choose another --out", out)
-	case errors.Is(err, runner.ErrMismatch), errors.Is(err, eval.ErrOptions):
-		return usageErrorf("bench merge: %w", err)
-	case err != nil:
-		return err
+	if _, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts); err != nil {
+		return mergeError("bench merge", "bench merge: ", out, err, eval.ErrOptions)
 	}
 	md, err := os.ReadFile(filepath.Join(out, eval.ReportMD))
 	if err != nil {

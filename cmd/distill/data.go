@@ -17,6 +17,24 @@ import (
 // datasetSample is the value of --dataset that selects the bundled sample.
 const datasetSample = "sample"
 
+// questionsFlags checks the flags that say what a command runs on, and
+// returns the --questions file ("" for the sample): --questions with
+// --index and an output directory out, or --dataset naming the sample.
+func questionsFlags(c *cli.Context, name, out string) (string, error) {
+	questions, dataset := c.Path("questions"), c.String("dataset")
+	switch {
+	case questions != "" && dataset != "":
+		return "", usageErrorf("%s: give --questions or --dataset, not both", name)
+	case dataset != "" && dataset != datasetSample:
+		return "", usageErrorf("%s: unknown --dataset %q (bundled: %s)", name, dataset, datasetSample)
+	case questions != "" && c.String("index") == "":
+		return "", usageErrorf("%s: --index is required with --questions", name)
+	case questions != "" && out == "":
+		return "", usageErrorf("%s: --out is required with --questions", name)
+	}
+	return questions, nil
+}
+
 func dataCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:  "data",

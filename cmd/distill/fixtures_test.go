@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -78,6 +80,40 @@ func runBinary(t *testing.T, env []string, args ...string) result {
 		t.Fatalf("run distill: %v", err)
 	}
 	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+}
+
+// killAfterCheckpoint starts the shared binary, with the test's
+// environment and env added, and kills it with SIGKILL once it has logged
+// its first checkpoint (args must ask for JSON logs); it returns false if
+// the run ended first.
+func killAfterCheckpoint(t *testing.T, env []string, args ...string) bool {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killed := false
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var line struct{ Msg string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "checkpoint" && !killed {
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	err = cmd.Wait()
+	var exit *exec.ExitError
+	if killed && !errors.As(err, &exit) {
+		t.Fatalf("distill after SIGKILL: %v, want it killed", err)
+	}
+	return killed
 }
 
 // chain is the bundled sample's offline chain: a fixed-policy rollout of

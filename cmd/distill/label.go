@@ -140,20 +140,14 @@ func labelAction(c *cli.Context) error {
 		return printEstimate(c, est, opts)
 	}
 
-	bar := newProgress(c, -1, "label", "states")
-	sized := false
+	bar := newRunBar(c, "label", "states")
 	opts.Progress = func(p label.Progress) {
-		if !sized {
-			bar.ChangeMax64(int64(p.Total))
-			sized = true
-		}
 		desc := fmt.Sprintf("label: %d states, %d failed", p.Done, p.Failed)
 		desc += usageSoFar(opts.Usage)
 		if p.Phase != "" {
 			desc += ", " + p.Phase
 		}
-		bar.Describe(desc)
-		bar.Set(p.Done)
+		bar.show(p.Total, desc, p.Done)
 	}
 	sum, err := label.Run(c.Context, opts)
 	bar.Finish()

@@ -12,6 +12,10 @@ import (
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/distill-rag/distill/eval"
+	"github.com/distill-rag/distill/label"
+	"github.com/distill-rag/distill/rollout/runner"
 )
 
 // No test in this package runs in parallel: a signal sent by
@@ -155,5 +159,36 @@ func TestBinary(t *testing.T) {
 	}
 	if !strings.HasPrefix(stderr.String(), "distill: train: --out is required") || stdout.Len() != 0 {
 		t.Errorf("distill train: stdout %q, stderr %q", stdout.String(), stderr.String())
+	}
+}
+
+func TestMergeError(t *testing.T) {
+	other := errors.New("disk full")
+	tests := []struct {
+		name, cmd, prefix string
+		err, errOptions   error
+		wantCode          int // 0: returned as it is
+		want              string
+	}{
+		{"output not empty", "merge", "", fmt.Errorf("merge: %w", runner.ErrOutExists), runner.ErrOptions, exitUsage, "merge: out is not empty: choose another --out"},
+		{"inputs apart", "merge", "", fmt.Errorf("merge: a and b: %w", label.ErrMismatch), label.ErrOptions, exitUsage, "merge: a and b: runs configured differently"},
+		{"bad options", "bench merge", "bench merge: ", fmt.Errorf("no shards: %w", eval.ErrOptions), eval.ErrOptions, exitUsage, "bench merge: no shards: bad bench options"},
+		{"anything else", "merge", "", other, runner.ErrOptions, 0, "disk full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := mergeError(tt.cmd, tt.prefix, "out", tt.err, tt.errOptions)
+			var ee *exitError
+			code := 0
+			if errors.As(err, &ee) {
+				code = ee.code
+			}
+			if code != tt.wantCode || err.Error() != tt.want {
+				t.Errorf("got exit %d, %q; want %d, %q", code, err, tt.wantCode, tt.want)
+			}
+			if tt.wantCode == 0 && err != tt.err {
+				t.Errorf("got %v, want the error as it is", err)
+			}
+		})
 	}
 }

@@ -51,13 +51,8 @@ into OUT/labels.parquet and OUT/label.json.`,
 				return usageErrorf("merge: the inputs mix labelling and rollout outputs")
 			}
 			rep, err := runner.Merge(c.Context, out, inputs)
-			switch {
-			case errors.Is(err, runner.ErrOutExists):
-				return usageErrorf("merge: %s is not empty: choose another --out", out)
-			case errors.Is(err, runner.ErrMismatch), errors.Is(err, runner.ErrOptions):
-				return usageErrorf("%w", err)
-			case err != nil:
-				return err
+			if err != nil {
+				return mergeError("merge", "", out, err, runner.ErrOptions)
 			}
 			o := rep.Counts.Output
 			rows := [][2]any{
@@ -78,16 +73,26 @@ into OUT/labels.parquet and OUT/label.json.`,
 	})
 }
 
+// mergeError is the error of the command cmd when a merge into out
+// failed with err: an output directory that is not empty, inputs that do
+// not go together and the merge's errOptions are usage errors (those two
+// shown after prefix), anything else is returned as it is. The stages'
+// merge errors are package stage's, the same values in runner and label.
+func mergeError(cmd, prefix, out string, err, errOptions error) error {
+	switch {
+	case errors.Is(err, runner.ErrOutExists):
+		return usageErrorf("%s: %s is not empty: choose another --out", cmd, out)
+	case errors.Is(err, runner.ErrMismatch), errors.Is(err, errOptions):
+		return usageErrorf("%s%w", prefix, err)
+	}
+	return err
+}
+
 // mergeLabels joins the outputs of labelling shards.
 func mergeLabels(c *cli.Context, out string, inputs []string) error {
 	rep, err := label.Merge(c.Context, out, inputs)
-	switch {
-	case errors.Is(err, label.ErrOutExists):
-		return usageErrorf("merge: %s is not empty: choose another --out", out)
-	case errors.Is(err, label.ErrMismatch), errors.Is(err, label.ErrOptions):
-		return usageErrorf("%w", err)
-	case err != nil:
-		return err
+	if err != nil {
+		return mergeError("merge", "", out, err, label.ErrOptions)
 	}
 	o := rep.Counts.Output
 	rows := [][2]any{

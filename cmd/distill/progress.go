@@ -118,6 +118,28 @@ func newProgress(c *cli.Context, total int64, description, unit string) *progres
 	)
 }
 
+// runBar is the bar of a run whose total is known from its first progress
+// report: a spinner until then.
+type runBar struct {
+	*progressbar.ProgressBar
+	sized bool
+}
+
+func newRunBar(c *cli.Context, description, unit string) *runBar {
+	return &runBar{ProgressBar: newProgress(c, -1, description, unit)}
+}
+
+// show sizes the bar to total on the first report, then shows desc and
+// done.
+func (b *runBar) show(total int, desc string, done int) {
+	if !b.sized {
+		b.ChangeMax64(int64(total))
+		b.sized = true
+	}
+	b.Describe(desc)
+	b.Set(done)
+}
+
 // isTerminal reports whether w is a terminal; only an *os.File can be one.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

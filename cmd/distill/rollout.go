@@ -115,16 +115,9 @@ func rolloutAction(c *cli.Context) error {
 	opts.Usage = roles.usage
 
 	// Questions, index and output.
-	questions, dataset := c.Path("questions"), c.String("dataset")
-	switch {
-	case questions != "" && dataset != "":
-		return usageErrorf("rollout: give --questions or --dataset, not both")
-	case dataset != "" && dataset != datasetSample:
-		return usageErrorf("rollout: unknown --dataset %q (bundled: %s)", dataset, datasetSample)
-	case questions != "" && c.String("index") == "":
-		return usageErrorf("rollout: --index is required with --questions")
-	case questions != "" && opts.Out == "":
-		return usageErrorf("rollout: --out is required with --questions")
+	questions, err := questionsFlags(c, "rollout", opts.Out)
+	if err != nil {
+		return err
 	}
 	var world *synth.World
 	if questions != "" {
@@ -154,17 +147,10 @@ func rolloutAction(c *cli.Context) error {
 		opts.Roles.Retriever, opts.Info.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
 	}
 
-	bar := newProgress(c, -1, "rollout", "questions")
-	sized := false
+	bar := newRunBar(c, "rollout", "questions")
 	opts.Progress = func(p runner.Progress) {
-		if !sized {
-			bar.ChangeMax64(int64(p.Total))
-			sized = true
-		}
 		desc := fmt.Sprintf("rollout: %d states, %d failed", p.States, p.Failed)
-		desc += usageSoFar(opts.Usage)
-		bar.Describe(desc)
-		bar.Set(p.Done + p.Failed)
+		bar.show(p.Total, desc+usageSoFar(opts.Usage), p.Done+p.Failed)
 	}
 	sum, err := runner.Run(c.Context, opts)
 	bar.Finish()

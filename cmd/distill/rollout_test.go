@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -28,32 +27,9 @@ func checkTrajectories(t *testing.T, path string, want []string) []data.State {
 	if err != nil {
 		t.Fatalf("read %s: %v", path, err)
 	}
-	seen := map[string]bool{}
-	var got []string
-	for i, r := range rows {
-		first := i == 0 || rows[i-1].QuestionID != r.QuestionID
-		if first {
-			if seen[r.QuestionID] {
-				t.Fatalf("question %s appears twice (again at row %d)", r.QuestionID, i)
-			}
-			seen[r.QuestionID] = true
-			got = append(got, r.QuestionID)
-		}
-		last := i == len(rows)-1 || rows[i+1].QuestionID != r.QuestionID
-		if r.IsFinal != last {
-			t.Fatalf("question %s: row %d final %v, want %v", r.QuestionID, i, r.IsFinal, last)
-		}
-		if r.Failure != "" && !last {
-			t.Fatalf("question %s: failure row among states", r.QuestionID)
-		}
-		if !first && r.Round != rows[i-1].Round+1 {
-			t.Fatalf("question %s: round %d after %d", r.QuestionID, r.Round, rows[i-1].Round)
-		}
-	}
-	slices.Sort(got)
-	want = slices.Sorted(slices.Values(want))
-	if !slices.Equal(got, want) {
-		t.Fatalf("output holds %d questions, want %d", len(got), len(want))
+	testkit.CheckTrajectories(t, rows, want)
+	if t.Failed() {
+		t.FailNow()
 	}
 	return rows
 }
@@ -224,7 +200,6 @@ func TestRolloutShardsAndMerge(t *testing.T) {
 // writing the next part), resumes it each time, and checks that the
 // finished output holds every question exactly once.
 func TestRolloutKill9(t *testing.T) {
-	bin := binary(t)
 	dir := t.TempDir()
 	ds, idx, out := filepath.Join(dir, "ds"), filepath.Join(dir, "idx"), filepath.Join(dir, "run")
 	for _, args := range [][]string{
@@ -237,38 +212,7 @@ func TestRolloutKill9(t *testing.T) {
 	}
 	args := []string{"--log-format", "json", "rollout", "--questions", filepath.Join(ds, data.QuestionsFile), "--index", idx,
 		"--out", out, "--workers", "2", "--checkpoint-questions", "40", "--policy", "fixed"}
-
-	// killAfterCheckpoint starts distill and kills it once it has logged
-	// its first checkpoint; it returns false if the run ended first.
-	killAfterCheckpoint := func(args ...string) bool {
-		t.Helper()
-		cmd := exec.Command(bin, args...)
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		killed := false
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var line struct{ Msg string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "checkpoint" && !killed {
-				if err := cmd.Process.Kill(); err != nil {
-					t.Fatal(err)
-				}
-				killed = true
-			}
-		}
-		err = cmd.Wait()
-		var exit *exec.ExitError
-		if killed && !errors.As(err, &exit) {
-			t.Fatalf("distill after SIGKILL: %v, want it killed", err)
-		}
-		return killed
-	}
-	if !killAfterCheckpoint(args...) {
+	if !killAfterCheckpoint(t, nil, args...) {
 		t.Fatal("the first run finished before it could be killed")
 	}
 	parts, _ := filepath.Glob(filepath.Join(out, runner.PartsDir, "part-*.parquet"))
@@ -279,17 +223,16 @@ func TestRolloutKill9(t *testing.T) {
 		t.Errorf("a killed run left trajectories.parquet: %v", err)
 	}
 	resumed := append(slices.Clone(args), "--resume")
-	if !killAfterCheckpoint(resumed...) {
+	if !killAfterCheckpoint(t, nil, resumed...) {
 		t.Log("the resumed run finished before the second kill")
 	}
 
-	r := exec.Command(bin, append([]string{"--quiet"}, resumed...)...)
-	stdout, err := r.Output()
-	if err != nil {
-		t.Fatalf("final resume: %v\n%s", err, stdout)
+	r := runBinary(t, nil, append([]string{"--quiet"}, resumed...)...)
+	if r.code != 0 {
+		t.Fatalf("final resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if !strings.Contains(string(stdout), "1000 questions (1000 done, 0 failed)") {
-		t.Errorf("final resume output:\n%s", stdout)
+	if !strings.Contains(r.stdout, "1000 questions (1000 done, 0 failed)") {
+		t.Errorf("final resume output:\n%s", r.stdout)
 	}
 	qs, err := data.ReadParquet[data.Question](filepath.Join(ds, data.QuestionsFile))
 	if err != nil {

@@ -10,10 +10,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/judge"
-	"github.com/distill-rag/distill/retrieve/bm25"
-	"github.com/distill-rag/distill/rollout"
-	"github.com/distill-rag/distill/rollout/runner"
+	"github.com/distill-rag/distill/rollout/runner/runnertest"
 )
 
 // The names of the label files SampleLabels writes, as distill filter
@@ -34,31 +31,16 @@ var sampleLabels = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx := context.Background()
-	w := synth.Sample()
-	idx := filepath.Join(dir, "index")
-	if _, err := bm25.Build(ctx, idx, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
-		return "", err
-	}
-	x, err := bm25.Open(idx)
+	trajectories, err := runnertest.Sample(context.Background(), dir)
 	if err != nil {
 		return "", err
 	}
-	defer x.Close()
-	ro := filepath.Join(dir, "rollout")
-	if _, err := runner.Run(ctx, runner.Options{
-		Questions: runner.Slice(w.Questions),
-		Roles:     rollout.Roles{Judge: judge.Lexical{}, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{}, Retriever: x},
-		Loop:      rollout.Options{Policy: rollout.Fixed},
-		Out:       ro,
-	}); err != nil {
-		return "", err
-	}
+	w := synth.Sample()
 	qs := make(map[string]data.Question)
 	for _, q := range w.Questions {
 		qs[q.ID] = q
 	}
-	states, err := data.ReadParquet[data.State](filepath.Join(ro, runner.TrajectoriesFile))
+	states, err := data.ReadParquet[data.State](trajectories)
 	if err != nil {
 		return "", err
 	}

@@ -48,14 +48,13 @@ func (b *Backend) Name() string { return Name }
 
 // The keys of State.Data.
 const (
-	keyPID       = "pid"        // the script's process id, which is its group's id
-	keyTicks     = "start_time" // its start time, in clock ticks after boot (Linux)
-	keyBoot      = "boot_id"    // the kernel's boot id (Linux)
-	keyHost      = "host"
-	keyStarted   = "started_at"
-	keyScript    = "script"
-	keyOutputDir = "output_dir"
-	keyCancel    = "cancel_requested" // when Cancel was first called
+	keyPID     = "pid"        // the script's process id, which is its group's id
+	keyTicks   = "start_time" // its start time, in clock ticks after boot (Linux)
+	keyBoot    = "boot_id"    // the kernel's boot id (Linux)
+	keyHost    = "host"
+	keyStarted = "started_at"
+	keyScript  = "script"
+	keyCancel  = "cancel_requested" // when Cancel was first called
 )
 
 // cancelWait bounds how long Cancel waits for a trainer to stop: one that
@@ -109,9 +108,9 @@ func (b *Backend) Submit(ctx context.Context, job finetune.Job) (finetune.State,
 		UpdatedAt:   now,
 		Data: map[string]string{
 			keyPID: strconv.Itoa(p.pid), keyTicks: p.ticks, keyBoot: p.boot, keyHost: p.host,
-			keyStarted:   now.Format(time.RFC3339Nano),
-			keyScript:    trainer.ScriptFile,
-			keyOutputDir: plan.OutputDir,
+			keyStarted:            now.Format(time.RFC3339Nano),
+			keyScript:             trainer.ScriptFile,
+			trainer.DataOutputDir: plan.OutputDir,
 		},
 	}, nil
 }
@@ -181,7 +180,7 @@ func (b *Backend) refresh(job finetune.Job, st finetune.State) (finetune.State, 
 	case code != 0:
 		st.Status, st.Message = finetune.StatusFailed, l.Explain(fmt.Sprintf("the trainer exited with status %d", code))
 	default:
-		res, err := trainer.Result(job, outputDir(st), l)
+		res, err := trainer.Result(job, trainer.OutputDir(st), l)
 		if err != nil {
 			st.Status, st.Message = finetune.StatusFailed, l.Explain(fmt.Sprintf("the trainer exited with status 0 but %v", err))
 			break
@@ -196,10 +195,7 @@ func (b *Backend) refresh(job finetune.Job, st finetune.State) (finetune.State, 
 // most 2s): a trainer still running then is reported running, with the
 // request recorded, and a later Status kills it and reports it cancelled.
 func (b *Backend) Cancel(ctx context.Context, job finetune.Job, st finetune.State) (finetune.State, error) {
-	if st.Status.Terminal() {
-		return st, nil
-	}
-	st, err := b.Status(ctx, job, st)
+	st, err := b.Status(ctx, job, st) // as it is when it has ended
 	if err != nil || st.Status.Terminal() {
 		return st, err
 	}
@@ -210,8 +206,7 @@ func (b *Backend) Cancel(ctx context.Context, job finetune.Job, st finetune.Stat
 	at, ok := cancelRequested(st)
 	if !ok {
 		at = time.Now().UTC()
-		st.Data = clone(st.Data)
-		st.Data[keyCancel] = at.Format(time.RFC3339Nano)
+		st = st.WithData(keyCancel, at.Format(time.RFC3339Nano))
 	}
 	if err := p.signal(syscall.SIGTERM); err != nil {
 		return st, err
@@ -253,21 +248,6 @@ func cancelRequested(st finetune.State) (time.Time, bool) {
 		return time.Time{}, true // requested; when is lost: no grace left
 	}
 	return at, true
-}
-
-func outputDir(st finetune.State) string {
-	if d := st.Data[keyOutputDir]; d != "" {
-		return d
-	}
-	return trainer.AdapterDir
-}
-
-func clone(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // proc is the trainer's process group as Submit recorded it.

@@ -161,22 +161,6 @@ func TestSubmitBadJob(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, for at most 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // gone reports whether process pid has ended (a zombie has).
 func gone(pid int) bool {
 	st, err := readStat(pid)
@@ -190,7 +174,7 @@ func gone(pid int) bool {
 func grandchild(t *testing.T, j finetune.Job) int {
 	t.Helper()
 	var pid int
-	waitFor(t, "the grandchild", func() bool {
+	trainertest.WaitFor(t, "the grandchild", func() bool {
 		var err error
 		pid, err = trainertest.Grandchild(j)
 		if err != nil {

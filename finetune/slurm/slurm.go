@@ -77,11 +77,10 @@ func (b *Backend) Name() string { return Name }
 
 // The keys of State.Data.
 const (
-	keyCluster   = "cluster" // as sbatch --parsable printed it, for -M
-	keyScript    = "script"
-	keyOutputDir = "output_dir"
-	keyState     = "slurm_state" // the last state Slurm gave
-	keyCancel    = "cancel_requested"
+	keyCluster = "cluster" // as sbatch --parsable printed it, for -M
+	keyScript  = "script"
+	keyState   = "slurm_state" // the last state Slurm gave
+	keyCancel  = "cancel_requested"
 )
 
 // Submit writes the trainer's files and job.sbatch into job.Dir and
@@ -119,7 +118,7 @@ func (b *Backend) Submit(ctx context.Context, job finetune.Job) (finetune.State,
 		LogPath:     trainer.LogFile,
 		SubmittedAt: now,
 		UpdatedAt:   now,
-		Data:        map[string]string{keyScript: SbatchFile, keyOutputDir: plan.OutputDir},
+		Data:        map[string]string{keyScript: SbatchFile, trainer.DataOutputDir: plan.OutputDir},
 	}
 	if cluster != "" {
 		st.Data[keyCluster] = cluster
@@ -226,8 +225,7 @@ func (b *Backend) Status(ctx context.Context, job finetune.Job, st finetune.Stat
 		return st, err
 	}
 	st = l.Update(st)
-	st.Data = clone(st.Data)
-	st.Data[keyState] = state
+	st = st.WithData(keyState, state)
 	st.UpdatedAt = time.Now().UTC()
 	if !status.Terminal() {
 		st.Status, st.Message = status, ""
@@ -247,7 +245,7 @@ func (b *Backend) Status(ctx context.Context, job finetune.Job, st finetune.Stat
 		}
 		st.Status, st.Message = finetune.StatusFailed, l.Explain(reason)
 	default:
-		res, err := trainer.Result(job, outputDir(st), l)
+		res, err := trainer.Result(job, trainer.OutputDir(st), l)
 		if err != nil {
 			st.Status, st.Message = finetune.StatusFailed, l.Explain(fmt.Sprintf("slurm job %s completed but %v", st.ID, err))
 			break
@@ -336,10 +334,7 @@ func classify(state string) finetune.Status {
 
 // Cancel runs scancel on the job, unless it has ended.
 func (b *Backend) Cancel(ctx context.Context, job finetune.Job, st finetune.State) (finetune.State, error) {
-	if st.Status.Terminal() {
-		return st, nil
-	}
-	st, err := b.Status(ctx, job, st)
+	st, err := b.Status(ctx, job, st) // as it is when it has ended
 	if err != nil || st.Status.Terminal() {
 		return st, err
 	}
@@ -351,8 +346,7 @@ func (b *Backend) Cancel(ctx context.Context, job finetune.Job, st finetune.Stat
 		return st, err
 	}
 	now := time.Now().UTC()
-	st.Data = clone(st.Data)
-	st.Data[keyCancel] = now.Format(time.RFC3339Nano)
+	st = st.WithData(keyCancel, now.Format(time.RFC3339Nano))
 	st.Status, st.Message = finetune.StatusCancelled, "cancelled"
 	st.UpdatedAt, st.FinishedAt = now, now
 	return st, nil
@@ -370,19 +364,4 @@ func (b *Backend) run(ctx context.Context, dir, name string, args ...string) (st
 		return stdout.String(), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return stdout.String(), nil
-}
-
-func outputDir(st finetune.State) string {
-	if d := st.Data[keyOutputDir]; d != "" {
-		return d
-	}
-	return trainer.AdapterDir
-}
-
-func clone(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m)+1)
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -279,22 +279,6 @@ func TestCluster(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, for at most 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
 // TestCancel kills a running job's whole session, and cancels a job
 // before it runs.
 func TestCancel(t *testing.T) {
@@ -305,7 +289,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("submitted: %q, want queued", st.Status)
 	}
 	var pid int
-	waitFor(t, "the slow stand-in's grandchild", func() bool {
+	trainertest.WaitFor(t, "the slow stand-in's grandchild", func() bool {
 		var err error
 		if pid, err = trainertest.Grandchild(j); err != nil {
 			t.Fatal(err)
@@ -317,7 +301,7 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("cancel: %q, %v", st.Status, err)
 	}
 	// scancel is asynchronous: the job goes soon after.
-	waitFor(t, "the grandchild to end", func() bool { return syscall.Kill(pid, 0) != nil || zombie(pid) })
+	trainertest.WaitFor(t, "the grandchild to end", func() bool { return syscall.Kill(pid, 0) != nil || zombie(pid) })
 
 	j2 := job(t, queue, trainertest.Slow)
 	st = submit(t, j2)

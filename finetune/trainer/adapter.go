@@ -63,6 +63,19 @@ func CheckAdapter(dir string) error {
 	return fmt.Errorf("adapter %s: no weights (%s or %s)", dir, AdapterWeightsFile, AdapterWeightsBinFile)
 }
 
+// DataOutputDir is the key of finetune.State.Data under which the
+// backends that run a trainer record Plan.OutputDir.
+const DataOutputDir = "output_dir"
+
+// OutputDir returns the output directory recorded in a trainer job's
+// state (DataOutputDir), or AdapterDir when it names none.
+func OutputDir(st finetune.State) string {
+	if d := st.Data[DataOutputDir]; d != "" {
+		return d
+	}
+	return AdapterDir
+}
+
 // Result checks the adapter that a trainer which exited 0 left in
 // outputDir (relative to the job directory) and returns the job's result,
 // with the log's metrics and the comparison of its chat template with the

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // FuzzEntryPoints feeds the analysis arbitrary questions and evidence and
@@ -15,8 +16,8 @@ import (
 // most max, and an extractive answer ("", "yes", "no", an option of the
 // question, or text of the evidence).
 func FuzzEntryPoints(f *testing.F) {
-	f.Add(bridgeQuestion, strings.Join(filmBlock, "\x1f"), strings.Join(directorBlock, "\x1f"), 6)
-	f.Add("Who was born first, Thirta Grupoustaton or Gamik Fothestini?", strings.Join(directorBlock, "\x1f"), strings.Join(strangerBlock, "\x1f"), 2)
+	f.Add(testkit.BridgeQuestion, strings.Join(testkit.FilmBlock, "\x1f"), strings.Join(testkit.DirectorBlock, "\x1f"), 6)
+	f.Add("Who was born first, Thirta Grupoustaton or Gamik Fothestini?", strings.Join(testkit.DirectorBlock, "\x1f"), strings.Join(testkit.StrangerBlock, "\x1f"), 2)
 	f.Add("Are A and B of the same nationality?", "A\x1fA is a Bredesanian.", "B\x1fB (born 1 May 1950) is a Bredesanian.", 1)
 	f.Add("How many, or which: 1,000 or 3.14?", "\x1f", "Ünïcödé\x1fÉtienne d'Arc's 12 U.S. Café\n…", 0)
 	f.Fuzz(func(t *testing.T, question, block1, block2 string, max int) {

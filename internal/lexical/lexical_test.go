@@ -8,21 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 )
-
-// evidence builds a context from blocks, each a title followed by its
-// sentences (appended one round per block).
-func evidence(blocks ...[]string) data.Context {
-	var c data.Context
-	for bi, b := range blocks {
-		var ev []data.Evidence
-		for i, s := range b[1:] {
-			ev = append(ev, data.Evidence{DocID: fmt.Sprint("d", bi), Title: b[0], Index: int32(i), Text: s})
-		}
-		c.Append(ev)
-	}
-	return c
-}
 
 func TestWords(t *testing.T) {
 	lx := getLexer()
@@ -143,14 +130,6 @@ func TestParseQuestion(t *testing.T) {
 	}
 }
 
-const bridgeQuestion = "In which city was the director of The Electric Frontier born?"
-
-var (
-	filmBlock     = []string{"The Electric Frontier", "The Electric Frontier is a 1952 horror film directed by Thirta Grupoustaton."}
-	directorBlock = []string{"Thirta Grupoustaton", "Thirta Grupoustaton (born 28 May 1903) is a Tovamesian film director.", "She was born in Standafield, Tovamesia, and grew up in Zargolastad."}
-	strangerBlock = []string{"Gamik Fothestini", "Gamik Fothestini (born 4 October 1993) is a Rulolesian film director.", "He was born in Cemostad, Gogrartesia."}
-)
-
 func TestVerdict(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -160,7 +139,7 @@ func TestVerdict(t *testing.T) {
 	}{
 		{
 			name:     "empty evidence names what the question needs",
-			question: bridgeQuestion,
+			question: testkit.BridgeQuestion,
 			want: data.Verdict{GapItems: []data.GapItem{
 				{Category: data.CategoryBridgeEntity, Target: "The Electric Frontier", Description: "Find the passage about The Electric Frontier."},
 				{Category: data.CategoryAttribute, Target: "The Electric Frontier", Slot: "city director born", Description: "Find what the evidence lacks about The Electric Frontier: city, director, born."},
@@ -168,30 +147,30 @@ func TestVerdict(t *testing.T) {
 		},
 		{
 			name:     "first hop found: the bridge entity is next",
-			question: bridgeQuestion,
-			c:        evidence(filmBlock),
+			question: testkit.BridgeQuestion,
+			c:        testkit.Blocks(testkit.FilmBlock),
 			want: data.Verdict{GapItems: []data.GapItem{
 				{Category: data.CategoryBridgeEntity, Target: "Thirta Grupoustaton", Slot: "city born", Description: "Find what the evidence lacks about Thirta Grupoustaton: city, born."},
 			}},
 		},
 		{
 			name:     "both hops with an answer in sight",
-			question: bridgeQuestion,
-			c:        evidence(filmBlock, directorBlock),
+			question: testkit.BridgeQuestion,
+			c:        testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock),
 			want:     data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
 		},
 		{
 			name:     "words of an unrelated block do not count",
-			question: bridgeQuestion,
-			c:        evidence(filmBlock, strangerBlock),
+			question: testkit.BridgeQuestion,
+			c:        testkit.Blocks(testkit.FilmBlock, testkit.StrangerBlock),
 			want: data.Verdict{GapItems: []data.GapItem{
 				{Category: data.CategoryBridgeEntity, Target: "Thirta Grupoustaton", Slot: "city born", Description: "Find what the evidence lacks about Thirta Grupoustaton: city, born."},
 			}},
 		},
 		{
 			name:     "no answer of the asked type yet",
-			question: bridgeQuestion,
-			c:        evidence(filmBlock, directorBlock[:2]),
+			question: testkit.BridgeQuestion,
+			c:        testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock[:2]),
 			want: data.Verdict{GapItems: []data.GapItem{
 				{Category: data.CategoryAttribute, Target: "The Electric Frontier", Slot: "city", Description: "Find what the evidence lacks about The Electric Frontier: city."},
 			}},
@@ -199,7 +178,7 @@ func TestVerdict(t *testing.T) {
 		{
 			name:     "comparison with both sides covered",
 			question: "Which was founded earlier, Sauport Films or Fuloson Music?",
-			c: evidence(
+			c: testkit.Blocks(
 				[]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."},
 				[]string{"Fuloson Music", "Fuloson Music is a record label founded in 1950."},
 			),
@@ -208,7 +187,7 @@ func TestVerdict(t *testing.T) {
 		{
 			name:     "comparison with one side missing",
 			question: "Which was founded earlier, Sauport Films or Fuloson Music?",
-			c:        evidence([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."}),
+			c:        testkit.Blocks([]string{"Sauport Films", "Sauport Films is a film studio founded in 1923."}),
 			want: data.Verdict{GapItems: []data.GapItem{
 				{Category: data.CategoryBridgeEntity, Target: "Fuloson Music", Description: "Find the passage about Fuloson Music."},
 			}},
@@ -216,7 +195,7 @@ func TestVerdict(t *testing.T) {
 		{
 			name:     "the link word may be missing when the next hop answers",
 			question: "What is the nationality of the author of Lonely Witnesses?",
-			c: evidence(
+			c: testkit.Blocks(
 				[]string{"Lonely Witnesses", "Lonely Witnesses is a novel by Thearia He, first published in 1953."},
 				[]string{"Thearia He", "Thearia He (born 2 May 1950) is a Bredesanian novelist."},
 			),
@@ -225,7 +204,7 @@ func TestVerdict(t *testing.T) {
 		{
 			name:     "question without names",
 			question: "what is the tallest mountain?",
-			c:        evidence([]string{"Hills", "Hills are low."}),
+			c:        testkit.Blocks([]string{"Hills", "Hills are low."}),
 			want: data.Verdict{GapItems: []data.GapItem{
 				{Category: data.CategoryAttribute, Target: "Answer", Slot: "tallest mountain", Description: "Find what the evidence lacks about Answer: tallest, mountain."},
 			}},
@@ -233,7 +212,7 @@ func TestVerdict(t *testing.T) {
 		{
 			name:     "question without names, covered",
 			question: "what is the tallest mountain?",
-			c:        evidence([]string{"Hills", "Hills are lower than mountains."}),
+			c:        testkit.Blocks([]string{"Hills", "Hills are lower than mountains."}),
 			want:     data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
 		},
 	}
@@ -271,7 +250,7 @@ func TestRank(t *testing.T) {
 	}{
 		{
 			name:      "ranks by match, drops what does not match",
-			question:  bridgeQuestion,
+			question:  testkit.BridgeQuestion,
 			sentences: numbered(other, film, filmCast, dirIntro, dirBorn),
 			max:       6,
 			want:      []int{2, 4, 5},
@@ -285,7 +264,7 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name:      "at most max",
-			question:  bridgeQuestion,
+			question:  testkit.BridgeQuestion,
 			sentences: numbered(other, film, filmCast, dirIntro, dirBorn),
 			max:       2,
 			want:      []int{2, 4},
@@ -322,7 +301,7 @@ func TestRank(t *testing.T) {
 		},
 		{
 			name:     "no sentences",
-			question: bridgeQuestion,
+			question: testkit.BridgeQuestion,
 			max:      6,
 			want:     []int{},
 		},
@@ -344,41 +323,41 @@ func TestAnswer(t *testing.T) {
 		c        data.Context
 		want     string
 	}{
-		{"place on the next hop", bridgeQuestion, evidence(filmBlock, directorBlock, strangerBlock), "Standafield"},
-		{"no answer in sight", bridgeQuestion, evidence(filmBlock), "Thirta Grupoustaton"},
-		{"empty evidence", bridgeQuestion, data.Context{}, ""},
-		{"person after by", "Who directed The Electric Frontier?", evidence(filmBlock), "Thirta Grupoustaton"},
-		{"full date", "When was the director of The Electric Frontier born?", evidence(filmBlock, directorBlock), "28 May 1903"},
-		{"year", "In what year was The Electric Frontier released?", evidence(filmBlock), "1952"},
-		{"number", "How many people work at Acme?", evidence([]string{"Acme", "Acme was founded in 1950.", "It employs about 1,801 people."}), "1,801"},
-		{"nationality", "What is the nationality of the director of The Electric Frontier?", evidence(filmBlock, directorBlock), "Tovamesian"},
+		{"place on the next hop", testkit.BridgeQuestion, testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock, testkit.StrangerBlock), "Standafield"},
+		{"no answer in sight", testkit.BridgeQuestion, testkit.Blocks(testkit.FilmBlock), "Thirta Grupoustaton"},
+		{"empty evidence", testkit.BridgeQuestion, data.Context{}, ""},
+		{"person after by", "Who directed The Electric Frontier?", testkit.Blocks(testkit.FilmBlock), "Thirta Grupoustaton"},
+		{"full date", "When was the director of The Electric Frontier born?", testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock), "28 May 1903"},
+		{"year", "In what year was The Electric Frontier released?", testkit.Blocks(testkit.FilmBlock), "1952"},
+		{"number", "How many people work at Acme?", testkit.Blocks([]string{"Acme", "Acme was founded in 1950.", "It employs about 1,801 people."}), "1,801"},
+		{"nationality", "What is the nationality of the director of The Electric Frontier?", testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock), "Tovamesian"},
 		{
 			"choice by earlier date", "Who was born first, Thirta Grupoustaton or Gamik Fothestini?",
-			evidence(directorBlock, strangerBlock), "Thirta Grupoustaton",
+			testkit.Blocks(testkit.DirectorBlock, testkit.StrangerBlock), "Thirta Grupoustaton",
 		},
 		{
 			"choice by later date", "Who was born later, Thirta Grupoustaton or Gamik Fothestini?",
-			evidence(directorBlock, strangerBlock), "Gamik Fothestini",
+			testkit.Blocks(testkit.DirectorBlock, testkit.StrangerBlock), "Gamik Fothestini",
 		},
 		{
 			"choice by larger number", "Which employs more people, Acme or Bolt?",
-			evidence([]string{"Acme", "Acme employs 300 people."}, []string{"Bolt", "Bolt employs 1,200 people."}), "Bolt",
+			testkit.Blocks([]string{"Acme", "Acme employs 300 people."}, []string{"Bolt", "Bolt employs 1,200 people."}), "Bolt",
 		},
 		{
 			"choice without values: the more mentioned", "Which is a film, Iron Tide or Gold Bell?",
-			evidence([]string{"Gold Bell", "Gold Bell is a film.", "Gold Bell was shot in Rome."}, []string{"Iron Tide", "Iron Tide is a song."}), "Gold Bell",
+			testkit.Blocks([]string{"Gold Bell", "Gold Bell is a film.", "Gold Bell was shot in Rome."}, []string{"Iron Tide", "Iron Tide is a song."}), "Gold Bell",
 		},
 		{"choice with nothing known: the first", "Which came first, Iron Tide or Gold Bell?", data.Context{}, "Iron Tide"},
 		{
 			"same nationality: no", "Are Thirta Grupoustaton and Gamik Fothestini of the same nationality?",
-			evidence(directorBlock, strangerBlock), "no",
+			testkit.Blocks(testkit.DirectorBlock, testkit.StrangerBlock), "no",
 		},
 		{
 			"same nationality: yes", "Are Thirta Grupoustaton and Ana Bo of the same nationality?",
-			evidence(directorBlock, []string{"Ana Bo", "Ana Bo (born 1 May 1950) is a Tovamesian actress."}), "yes",
+			testkit.Blocks(testkit.DirectorBlock, []string{"Ana Bo", "Ana Bo (born 1 May 1950) is a Tovamesian actress."}), "yes",
 		},
-		{"yes/no covered", "Was The Electric Frontier directed by Thirta Grupoustaton?", evidence(filmBlock), "yes"},
-		{"yes/no not covered", "Was The Electric Frontier filmed in Rome?", evidence(filmBlock), "no"},
+		{"yes/no covered", "Was The Electric Frontier directed by Thirta Grupoustaton?", testkit.Blocks(testkit.FilmBlock), "yes"},
+		{"yes/no not covered", "Was The Electric Frontier filmed in Rome?", testkit.Blocks(testkit.FilmBlock), "no"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -392,8 +371,8 @@ func TestAnswer(t *testing.T) {
 // TestConcurrent runs the entry points from many goroutines (for the race
 // detector) and checks they answer as they do alone.
 func TestConcurrent(t *testing.T) {
-	c := evidence(filmBlock, directorBlock, strangerBlock)
-	questions := []string{bridgeQuestion, "Who was born first, Thirta Grupoustaton or Gamik Fothestini?", "Who directed The Electric Frontier?"}
+	c := testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock, testkit.StrangerBlock)
+	questions := []string{testkit.BridgeQuestion, "Who was born first, Thirta Grupoustaton or Gamik Fothestini?", "Who directed The Electric Frontier?"}
 	sentences := numbered(c.Evidence()...)
 	type outputs struct {
 		verdict  data.Verdict

@@ -63,6 +63,12 @@ var (
 	ErrAllFailed = errors.New("all failed")
 )
 
+// OptionsErrorf returns an error about a stage's bad options: the message,
+// wrapping ErrOptions.
+func OptionsErrorf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrOptions)
+}
+
 // Header is the part of a report that every stage shares: what the engine
 // records about an invocation, or about a merge. A stage's report embeds
 // it, with the stage's configuration and counts beside it, so that the

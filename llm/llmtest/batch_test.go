@@ -103,39 +103,49 @@ var batchKeys = []string{"id", "object", "endpoint", "errors", "input_file_id", 
 	"output_file_id", "error_file_id", "created_at", "in_progress_at", "expires_at", "finalizing_at",
 	"completed_at", "failed_at", "expired_at", "cancelling_at", "cancelled_at", "request_counts", "metadata"}
 
-func decodeBatch(t *testing.T, status int, body []byte) wireBatch {
+// decodeOK decodes the answer of a call that must have succeeded.
+func decodeOK[T any](t *testing.T, what string, status int, body []byte) T {
 	t.Helper()
 	if status != http.StatusOK {
-		t.Fatalf("batch call: got %d (%s), want 200", status, body)
+		t.Fatalf("%s: got %d (%s), want 200", what, status, body)
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("batch object is not JSON: %v: %s", err, body)
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("%s: %v: %s", what, err, body)
 	}
-	for _, k := range batchKeys {
+	return v
+}
+
+// decodeObject is decodeOK for an API object that carries every one of
+// keys, null or not.
+func decodeObject[T any](t *testing.T, what string, status int, body []byte, keys []string) T {
+	t.Helper()
+	m := decodeOK[map[string]json.RawMessage](t, what, status, body)
+	for _, k := range keys {
 		if _, ok := m[k]; !ok {
-			t.Errorf("batch object has no %q: %s", k, body)
+			t.Errorf("%s: object has no %q: %s", what, k, body)
 		}
 	}
-	var b wireBatch
-	if err := json.Unmarshal(body, &b); err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return decodeOK[T](t, what, status, body)
+}
+
+func decodeBatch(t *testing.T, status int, body []byte) wireBatch {
+	t.Helper()
+	return decodeObject[wireBatch](t, "batch call", status, body, batchKeys)
 }
 
 func uploadFile(t *testing.T, s *Server, content string) string {
 	t.Helper()
-	ct, body := multipartUpload(t, "batch", "input.jsonl", []byte(content))
+	return upload(t, s, "batch", "input.jsonl", []byte(content)).ID
+}
+
+// upload posts content as a file of the purpose and returns the file
+// object the server answers with.
+func upload(t *testing.T, s *Server, purpose, name string, content []byte) wireFile {
+	t.Helper()
+	ct, body := multipartUpload(t, purpose, name, content)
 	status, _, b := call(t, s, http.MethodPost, "/v1/files", ct, body, nil)
-	if status != http.StatusOK {
-		t.Fatalf("upload: got %d (%s), want 200", status, b)
-	}
-	var f wireFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	return f.ID
+	return decodeOK[wireFile](t, "upload", status, b)
 }
 
 func createBatch(t *testing.T, s *Server, fileID string) wireBatch {
@@ -224,15 +234,7 @@ func TestFilesWireFormat(t *testing.T) {
 	s := NewServer(Options{})
 	defer s.Close()
 	content := []byte(chatLine("a", "hi") + "\n")
-	ct, body := multipartUpload(t, "batch", "in.jsonl", content)
-	status, _, b := call(t, s, http.MethodPost, "/v1/files", ct, body, nil)
-	if status != http.StatusOK {
-		t.Fatalf("upload: got %d (%s), want 200", status, b)
-	}
-	var f wireFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
+	f := upload(t, s, "batch", "in.jsonl", content)
 	if !strings.HasPrefix(f.ID, "file-") || f.CreatedAt == 0 {
 		t.Errorf("file object: got id %q created_at %d, want file-... and a time", f.ID, f.CreatedAt)
 	}
@@ -241,7 +243,7 @@ func TestFilesWireFormat(t *testing.T) {
 		t.Errorf("file object (-want +got):\n%s", diff)
 	}
 
-	status, _, b = call(t, s, http.MethodGet, "/v1/files/"+f.ID, "", nil, nil)
+	status, _, b := call(t, s, http.MethodGet, "/v1/files/"+f.ID, "", nil, nil)
 	var again wireFile
 	if err := json.Unmarshal(b, &again); status != http.StatusOK || err != nil || again != f {
 		t.Errorf("GET file: got %d %+v (%v), want 200 %+v", status, again, err, f)

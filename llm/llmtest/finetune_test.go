@@ -25,13 +25,7 @@ func trainingJSONL(n int) string {
 
 func uploadFineTune(t *testing.T, s *Server, content string) string {
 	t.Helper()
-	ct, body := multipartUpload(t, "fine-tune", "train.jsonl", []byte(content))
-	status, _, b := call(t, s, http.MethodPost, "/v1/files", ct, body, nil)
-	var f wireFile
-	if err := json.Unmarshal(b, &f); status != http.StatusOK || err != nil {
-		t.Fatalf("upload: got %d (%s), want 200", status, b)
-	}
-	return f.ID
+	return upload(t, s, "fine-tune", "train.jsonl", []byte(content)).ID
 }
 
 type wireJob struct {
@@ -65,22 +59,7 @@ var jobKeys = []string{"object", "id", "model", "created_at", "finished_at", "fi
 
 func decodeJob(t *testing.T, status int, body []byte) wireJob {
 	t.Helper()
-	if status != http.StatusOK {
-		t.Fatalf("fine-tuning call: got %d (%s), want 200", status, body)
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatalf("job object is not JSON: %v: %s", err, body)
-	}
-	for _, k := range jobKeys {
-		if _, ok := m[k]; !ok {
-			t.Errorf("job object has no %q: %s", k, body)
-		}
-	}
-	var j wireJob
-	if err := json.Unmarshal(body, &j); err != nil {
-		t.Fatal(err)
-	}
+	j := decodeObject[wireJob](t, "fine-tuning call", status, body, jobKeys)
 	if j.Object != "fine_tuning.job" {
 		t.Errorf("object: got %q, want fine_tuning.job", j.Object)
 	}
@@ -119,12 +98,9 @@ func listEvents(t *testing.T, s *Server, id, after string, limit int) wireEvents
 		path += "?" + q.Encode()
 	}
 	status, _, b := call(t, s, http.MethodGet, path, "", nil, nil)
-	if status != http.StatusOK {
-		t.Fatalf("events: got %d (%s), want 200", status, b)
-	}
-	var l wireEvents
-	if err := json.Unmarshal(b, &l); err != nil || l.Object != "list" {
-		t.Fatalf("events: %v: %s", err, b)
+	l := decodeOK[wireEvents](t, "events", status, b)
+	if l.Object != "list" {
+		t.Fatalf("events: got object %q, want list: %s", l.Object, b)
 	}
 	return l
 }

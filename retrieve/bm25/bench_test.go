@@ -52,7 +52,7 @@ func BenchmarkBuild(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		out := filepath.Join(dir, strconv.Itoa(i))
-		if _, err := Build(context.Background(), out, &sliceSource{ps: corpus}, BuildOptions{}); err != nil {
+		if _, err := Build(context.Background(), out, data.NewPassageSlice(corpus), BuildOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
@@ -64,15 +64,7 @@ func BenchmarkBuild(b *testing.B) {
 
 func openBenchIndex(b *testing.B) (*Index, []string) {
 	corpus, queries := benchData()
-	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: corpus}, BuildOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	x, err := Open(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { x.Close() })
+	x := buildAndOpen(b, corpus, BuildOptions{})
 	return x, queries
 }
 
@@ -146,7 +138,7 @@ func BenchmarkSearchParallel(b *testing.B) {
 func BenchmarkOpen(b *testing.B) {
 	corpus, queries := benchData()
 	dir := filepath.Join(b.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: corpus}, BuildOptions{}); err != nil {
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(corpus), BuildOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	runtime.GC()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -21,24 +20,16 @@ import (
 	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
-// sliceSource yields passages from memory.
-type sliceSource struct {
-	ps []data.Passage
-	i  int
-}
-
-func (s *sliceSource) Next() (data.Passage, error) {
-	if s.i >= len(s.ps) {
-		return data.Passage{}, io.EOF
-	}
-	s.i++
-	return s.ps[s.i-1], nil
-}
-
 func buildAndOpen(t testing.TB, ps []data.Passage, opts BuildOptions) *Index {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: ps}, opts); err != nil {
+	return buildIn(t, filepath.Join(t.TempDir(), "idx"), ps, opts)
+}
+
+// buildIn builds an index of ps in dir and opens it; it is closed when the
+// test ends.
+func buildIn(t testing.TB, dir string, ps []data.Passage, opts BuildOptions) *Index {
+	t.Helper()
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), opts); err != nil {
 		t.Fatalf("Build: %v", err)
 	}
 	x, err := Open(dir)
@@ -292,7 +283,7 @@ func TestBuildErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "idx")
-			_, err := Build(ctx, dir, &sliceSource{ps: tc.ps}, tc.opts)
+			_, err := Build(ctx, dir, data.NewPassageSlice(tc.ps), tc.opts)
 			if err == nil || !contains(err.Error(), tc.want) {
 				t.Fatalf("got error %v, want one containing %q", err, tc.want)
 			}
@@ -316,13 +307,13 @@ func TestBuildOverwrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "idx")
 	one := []data.Passage{{ID: "a", Title: "alpha", Text: "first"}}
 	two := []data.Passage{{ID: "b", Title: "beta", Text: "second"}, {ID: "c", Title: "gamma", Text: "third"}}
-	if _, err := Build(ctx, dir, &sliceSource{ps: one}, BuildOptions{}); err != nil {
+	if _, err := Build(ctx, dir, data.NewPassageSlice(one), BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Build(ctx, dir, &sliceSource{ps: two}, BuildOptions{}); !errors.Is(err, ErrExists) {
+	if _, err := Build(ctx, dir, data.NewPassageSlice(two), BuildOptions{}); !errors.Is(err, ErrExists) {
 		t.Fatalf("second build without Overwrite: got %v, want ErrExists", err)
 	}
-	st, err := Build(ctx, dir, &sliceSource{ps: two}, BuildOptions{Overwrite: true, K1: 1.2, B: 0.75, SourceName: "two.jsonl"})
+	st, err := Build(ctx, dir, data.NewPassageSlice(two), BuildOptions{Overwrite: true, K1: 1.2, B: 0.75, SourceName: "two.jsonl"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +337,7 @@ func TestCancelledBuild(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dir := filepath.Join(t.TempDir(), "idx")
-	_, err := Build(ctx, dir, &sliceSource{ps: retrievetest.Corpus()}, BuildOptions{})
+	_, err := Build(ctx, dir, data.NewPassageSlice(retrievetest.Corpus()), BuildOptions{})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
@@ -370,7 +361,7 @@ func TestClosed(t *testing.T) {
 func TestDamagedIndex(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(ctx, dir, &sliceSource{ps: retrievetest.Corpus()}, BuildOptions{}); err != nil {
+	if _, err := Build(ctx, dir, data.NewPassageSlice(retrievetest.Corpus()), BuildOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	origIndex, err := os.ReadFile(filepath.Join(dir, indexFile))
@@ -523,14 +514,7 @@ func TestPruningChangesNothing(t *testing.T) {
 	g := newGenerator(11, 20_000)
 	ps := g.corpus(20_000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: ps}, BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	x, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
+	x := buildIn(t, dir, ps, BuildOptions{})
 	full, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)

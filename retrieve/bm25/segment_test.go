@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
@@ -26,7 +27,7 @@ func TestSegmentsChangeNothing(t *testing.T) {
 		{Workers: 2, segmentPostings: 40000},
 	} {
 		dir := filepath.Join(t.TempDir(), "idx")
-		st, err := Build(context.Background(), dir, &sliceSource{ps: ps}, opts)
+		st, err := Build(context.Background(), dir, data.NewPassageSlice(ps), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,14 +65,7 @@ func TestReadsVersion1(t *testing.T) {
 	g := newGenerator(17, 3000)
 	ps := g.corpus(2000)
 	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, &sliceSource{ps: ps}, BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	v2, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v2.Close()
+	v2 := buildIn(t, dir, ps, BuildOptions{})
 	index, err := os.ReadFile(filepath.Join(dir, indexFile))
 	if err != nil {
 		t.Fatal(err)

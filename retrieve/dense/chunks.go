@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
@@ -131,7 +132,7 @@ func writeChunk(dir string, c *chunkJob, dim int, hash uint64) error {
 		dim: uint32(dim), first: uint64(c.first), count: uint64(c.count), hash: hash,
 		crc: crc32.Checksum(payload, castagnoli), zero: uint32(c.zero), failed: uint32(c.failed),
 	}
-	return writeAtomic(filepath.Join(dir, chunksDir, chunkName(c.n)), func(w *bufio.Writer) error {
+	return data.WriteAtomic(filepath.Join(dir, chunksDir, chunkName(c.n)), func(w *bufio.Writer) error {
 		w.Write(h.encode())
 		_, err := w.Write(payload)
 		return err

@@ -17,6 +17,7 @@ import (
 
 	"github.com/viterin/vek/vek32"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
 )
 
@@ -435,7 +436,7 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 		next[l]++
 	}
 	h := newIVFHeader(nlist, dim, vf.h.Precision, n, vf.h.BuildID)
-	err = writeAtomic(filepath.Join(dir, ivfFile), func(w *bufio.Writer) error {
+	err = data.WriteAtomic(filepath.Join(dir, ivfFile), func(w *bufio.Writer) error {
 		w.Write(h.encode())
 		w.Write(raw.Bytes(km.centroids))
 		w.Write(make([]byte, h.ListOffOff-(h.CentOff+4*uint64(len(km.centroids)))))

@@ -48,7 +48,7 @@ func writeVectorFile(path string, h vectorsHeader, each func(emit func([]float32
 	var f16 []uint16
 	var i8 []int8
 	rows := uint64(0)
-	return writeAtomic(path, func(w *bufio.Writer) error {
+	return data.WriteAtomic(path, func(w *bufio.Writer) error {
 		w.Write(h.encode())
 		err := each(func(vecs []float32) error {
 			if dim == 0 || len(vecs)%dim != 0 {
@@ -85,44 +85,4 @@ func writeVectorFile(path string, h vectorsHeader, each func(emit func([]float32
 		}
 		return nil
 	})
-}
-
-// writeAtomic writes a file through fill under a temporary name beside
-// path (one that data.RemoveTemps recognises), syncs it and renames it into
-// place.
-func writeAtomic(path string, fill func(w *bufio.Writer) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+data.TmpMarker+"*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(w); err != nil {
-		return err
-	}
-	if err = w.Flush(); err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		d.Sync() // makes the rename durable where directories can be synced
-		d.Close()
-	}
-	return nil
 }

@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +20,7 @@ import (
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/retrieve/elastic"
 	"github.com/distill-rag/distill/retrieve/elastic/elastictest"
 	"github.com/distill-rag/distill/retrieve/retrievetest"
@@ -29,20 +28,6 @@ import (
 
 // The source type is bm25's: one value serves both loaders.
 var _ elastic.Source = bm25.Source(nil)
-
-// sliceSource yields passages from memory.
-type sliceSource struct {
-	ps []data.Passage
-	i  int
-}
-
-func (s *sliceSource) Next() (data.Passage, error) {
-	if s.i >= len(s.ps) {
-		return data.Passage{}, io.EOF
-	}
-	s.i++
-	return s.ps[s.i-1], nil
-}
 
 func newCluster(t *testing.T, opts elastictest.Options) *elastictest.Server {
 	t.Helper()
@@ -58,7 +43,7 @@ func testConfig(s *elastictest.Server, index string) elastic.Config {
 
 func load(t *testing.T, cfg elastic.Config, ps []data.Passage, opts elastic.LoadOptions) elastic.Stats {
 	t.Helper()
-	st, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: ps}, opts)
+	st, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(ps), opts)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
 	}
@@ -112,15 +97,7 @@ func conformance(t *testing.T, newConfig func(*testing.T) elastic.Config, opts e
 // index keeps), so the rankings agree and the scores differ by k1+1.
 func TestScoresMatchInProcessBM25(t *testing.T) {
 	corpus := retrievetest.Corpus()
-	dir := filepath.Join(t.TempDir(), "bm25")
-	if _, err := bm25.Build(context.Background(), dir, &sliceSource{ps: corpus}, bm25.BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	ref, err := bm25.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
+	ref := bm25test.Index(t, corpus, bm25.BuildOptions{})
 
 	s := newCluster(t, elastictest.Options{})
 	cfg := testConfig(s, "wiki")
@@ -352,7 +329,7 @@ func TestLoadPartialFailures(t *testing.T) {
 		BadItems:    []string{corpus[30].ID, corpus[5].ID},
 	})
 	cfg := testConfig(s, "wiki")
-	st, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 8, Retries: 3})
+	st, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 8, Retries: 3})
 	var be *elastic.BulkError
 	if !errors.As(err, &be) {
 		t.Fatalf("got error %v, want a *BulkError", err)
@@ -399,7 +376,7 @@ func TestLoadRefusesBadPassages(t *testing.T) {
 	corpus[3].ID = strings.Repeat("x", 600)
 	corpus = append(corpus, retrievetest.Corpus()[0]) // a repeated id
 	s := newCluster(t, elastictest.Options{})
-	st, err := elastic.Load(context.Background(), testConfig(s, "wiki"), &sliceSource{ps: corpus}, elastic.LoadOptions{})
+	st, err := elastic.Load(context.Background(), testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{})
 	var be *elastic.BulkError
 	if !errors.As(err, &be) {
 		t.Fatalf("got %v, want a *BulkError", err)
@@ -420,7 +397,7 @@ func TestLoadExisting(t *testing.T) {
 	s := newCluster(t, elastictest.Options{})
 	cfg := testConfig(s, "wiki")
 	load(t, cfg, corpus, elastic.LoadOptions{})
-	_, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: corpus[:3]}, elastic.LoadOptions{})
+	_, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(corpus[:3]), elastic.LoadOptions{})
 	if !errors.Is(err, elastic.ErrExists) {
 		t.Fatalf("got %v, want ErrExists", err)
 	}
@@ -438,14 +415,14 @@ func TestLoadResumes(t *testing.T) {
 	cfg := testConfig(s, "wiki")
 	ctx := context.Background()
 	broken := errors.New("disk on fire")
-	_, err := elastic.Load(ctx, cfg, &failingSource{ps: corpus[:25], err: broken}, elastic.LoadOptions{BatchSize: 10})
+	_, err := elastic.Load(ctx, cfg, retrievetest.FailAfter(corpus[:25], broken), elastic.LoadOptions{BatchSize: 10})
 	if !errors.Is(err, broken) {
 		t.Fatalf("interrupted load: got %v, want %v", err, broken)
 	}
 	if _, err := elastic.Open(ctx, cfg, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "did not finish") {
 		t.Errorf("Open of an interrupted load: got %v, want a refusal", err)
 	}
-	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10, K1: 1.2}); !errors.Is(err, elastic.ErrExists) {
+	if _, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 10, K1: 1.2}); !errors.Is(err, elastic.ErrExists) {
 		t.Errorf("resume with other settings: got %v, want ErrExists", err)
 	}
 	st := load(t, cfg, corpus, elastic.LoadOptions{BatchSize: 10})
@@ -453,7 +430,7 @@ func TestLoadResumes(t *testing.T) {
 		t.Errorf("resumed load: loaded %d, index holds %d, want %d", st.Loaded, st.Docs, len(corpus))
 	}
 	open(t, cfg, elastic.OpenOptions{})
-	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10}); !errors.Is(err, elastic.ErrExists) {
+	if _, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 10}); !errors.Is(err, elastic.ErrExists) {
 		t.Errorf("load over a complete index: got %v, want ErrExists", err)
 	}
 }
@@ -713,7 +690,7 @@ func TestFlavorMismatch(t *testing.T) {
 	s := newCluster(t, elastictest.Options{})
 	cfg := testConfig(s, "wiki")
 	cfg.Flavor = elastic.OpenSearch
-	_, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: retrievetest.Corpus()}, elastic.LoadOptions{})
+	_, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(retrievetest.Corpus()), elastic.LoadOptions{})
 	if err == nil || !strings.Contains(err.Error(), "not opensearch") {
 		t.Errorf("got %v, want an error about the flavour", err)
 	}
@@ -757,7 +734,7 @@ func TestBadCredentials(t *testing.T) {
 	t.Setenv(elastic.EnvPassword, "")
 	s := newCluster(t, elastictest.Options{APIKey: "cmlnaHQ6a2V5"})
 	cfg := testConfig(s, "wiki")
-	_, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: retrievetest.Corpus()}, elastic.LoadOptions{})
+	_, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(retrievetest.Corpus()), elastic.LoadOptions{})
 	var e *elastic.Error
 	if !errors.As(err, &e) || e.StatusCode != 401 {
 		t.Fatalf("got %v, want a 401 *Error", err)
@@ -945,7 +922,7 @@ func TestLoadFaults(t *testing.T) {
 	})
 	t.Run("malformed-answer", func(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.None, elastictest.Malformed)})
-		st, err := elastic.Load(ctx, testConfig(s, "wiki"), &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 10, Workers: 1})
+		st, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 10, Workers: 1})
 		if err == nil || !strings.Contains(err.Error(), "malformed answer") || !strings.Contains(err.Error(), "incomplete") {
 			t.Errorf("got %v, want a malformed-answer error", err)
 		}
@@ -955,7 +932,7 @@ func TestLoadFaults(t *testing.T) {
 	})
 	t.Run("server-error", func(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.ServerError)})
-		_, err := elastic.Load(ctx, testConfig(s, "wiki"), &sliceSource{ps: corpus}, elastic.LoadOptions{})
+		_, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{})
 		var e *elastic.Error
 		if !errors.As(err, &e) || e.StatusCode != 500 {
 			t.Errorf("got %v, want a 500 *Error", err)
@@ -963,7 +940,7 @@ func TestLoadFaults(t *testing.T) {
 	})
 	t.Run("source-error", func(t *testing.T) {
 		s := newCluster(t, elastictest.Options{})
-		src := &failingSource{ps: corpus[:12], err: errors.New("bad line")}
+		src := retrievetest.FailAfter(corpus[:12], errors.New("bad line"))
 		_, err := elastic.Load(ctx, testConfig(s, "wiki"), src, elastic.LoadOptions{BatchSize: 5})
 		if err == nil || !strings.Contains(err.Error(), "read passage 13: bad line") {
 			t.Errorf("got %v, want the source's error at passage 13", err)
@@ -973,7 +950,7 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{})
 		boom := errors.New("embeddings server down")
 		vec := &elastic.Vectors{Dims: 4, Embed: func(context.Context, []data.Passage) ([][]float32, error) { return nil, boom }}
-		_, err := elastic.Load(ctx, testConfig(s, "wiki"), &sliceSource{ps: corpus}, elastic.LoadOptions{Vectors: vec})
+		_, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{Vectors: vec})
 		if !errors.Is(err, boom) {
 			t.Errorf("got %v, want the embedder's error", err)
 		}
@@ -990,7 +967,7 @@ func TestLoadFaults(t *testing.T) {
 			out[3] = nil
 			return out, nil
 		}}
-		st, err := elastic.Load(ctx, testConfig(s, "wiki"), &sliceSource{ps: corpus[:6]}, elastic.LoadOptions{Vectors: vec})
+		st, err := elastic.Load(ctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus[:6]), elastic.LoadOptions{Vectors: vec})
 		var be *elastic.BulkError
 		if !errors.As(err, &be) || be.Failed != 3 {
 			t.Fatalf("got %v, want 3 failed passages", err)
@@ -1003,7 +980,7 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{})
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		_, err := elastic.Load(cctx, testConfig(s, "wiki"), &sliceSource{ps: corpus}, elastic.LoadOptions{BatchSize: 4, Workers: 2, Progress: func(elastic.Stats) { cancel() }})
+		_, err := elastic.Load(cctx, testConfig(s, "wiki"), data.NewPassageSlice(corpus), elastic.LoadOptions{BatchSize: 4, Workers: 2, Progress: func(elastic.Stats) { cancel() }})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("got %v, want context.Canceled", err)
 		}
@@ -1012,26 +989,11 @@ func TestLoadFaults(t *testing.T) {
 		s := newCluster(t, elastictest.Options{Fault: bulkFault(elastictest.Hang)})
 		cfg := testConfig(s, "wiki")
 		cfg.Timeout = 100 * time.Millisecond
-		_, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{Workers: 1})
+		_, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{Workers: 1})
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("got %v, want a timeout", err)
 		}
 	})
-}
-
-// failingSource yields its passages, then err.
-type failingSource struct {
-	ps  []data.Passage
-	i   int
-	err error
-}
-
-func (s *failingSource) Next() (data.Passage, error) {
-	if s.i >= len(s.ps) {
-		return data.Passage{}, s.err
-	}
-	s.i++
-	return s.ps[s.i-1], nil
 }
 
 func TestConfigErrors(t *testing.T) {
@@ -1056,14 +1018,14 @@ func TestConfigErrors(t *testing.T) {
 			if strings.Contains(fmt.Sprint(err), "pw@") {
 				t.Errorf("error repeats the password: %v", err)
 			}
-			_, err = elastic.Load(ctx, tt.cfg, &sliceSource{}, elastic.LoadOptions{})
+			_, err = elastic.Load(ctx, tt.cfg, data.NewPassageSlice(nil), elastic.LoadOptions{})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Load: got %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}
 	for _, opts := range []elastic.LoadOptions{{B: 2}, {Stemmer: "lovins"}, {Replicas: -1}, {Vectors: &elastic.Vectors{}}} {
-		_, err := elastic.Load(ctx, elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki"}, &sliceSource{}, opts)
+		_, err := elastic.Load(ctx, elastic.Config{URLs: []string{"http://h:9200"}, Index: "wiki"}, data.NewPassageSlice(nil), opts)
 		if err == nil {
 			t.Errorf("Load with %+v: got no error", opts)
 		}

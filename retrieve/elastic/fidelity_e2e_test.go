@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/retrieve/elastic"
 	"github.com/distill-rag/distill/retrieve/elastic/opensearchtest"
 )
@@ -120,7 +122,7 @@ func TestFidelity(t *testing.T) {
 	for _, ds := range sets {
 		cfg := nodeConfig(n, "fidelity")
 		// One worker loads in corpus order, so that ties fall as in bm25.
-		if _, err := elastic.Load(context.Background(), cfg, &sliceSource{ps: ds.Corpus}, elastic.LoadOptions{Workers: 1, BatchSize: 500}); err != nil {
+		if _, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(ds.Corpus), elastic.LoadOptions{Workers: 1, BatchSize: 500}); err != nil {
 			t.Fatal(err)
 		}
 		remote := open(t, cfg, elastic.OpenOptions{})
@@ -133,11 +135,7 @@ func TestFidelity(t *testing.T) {
 		runAll(t, remote, queries[:min(100, len(queries))])
 		got, nodeQPS := runAll(t, remote, queries)
 		for vi, v := range variants {
-			dir := filepath.Join(t.TempDir(), "bm25")
-			if _, err := bm25.Build(context.Background(), dir, &sliceSource{ps: ds.Corpus}, v.opts); err != nil {
-				t.Fatal(err)
-			}
-			local, err := bm25.Open(dir)
+			local, err := bm25test.Build(context.Background(), filepath.Join(t.TempDir(), "bm25"), ds.Corpus, v.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -27,6 +26,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/retrieve/elastic"
 	"github.com/distill-rag/distill/retrieve/elastic/opensearchtest"
 	"github.com/distill-rag/distill/retrieve/retrievetest"
@@ -195,7 +195,7 @@ func TestNodeExistingIndex(t *testing.T) {
 	corpus := retrievetest.Corpus()
 	cfg := nodeConfig(n, "existing")
 	load(t, cfg, corpus, elastic.LoadOptions{})
-	if _, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus[:3]}, elastic.LoadOptions{}); !errors.Is(err, elastic.ErrExists) {
+	if _, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus[:3]), elastic.LoadOptions{}); !errors.Is(err, elastic.ErrExists) {
 		t.Fatalf("second load: got %v, want ErrExists", err)
 	}
 	if st := load(t, cfg, corpus[:3], elastic.LoadOptions{Recreate: true}); st.Docs != 3 {
@@ -209,7 +209,7 @@ func TestNodeExistingIndex(t *testing.T) {
 	if _, err := elastic.Open(ctx, other, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "not made by distill's loader") {
 		t.Errorf("Open of a foreign index: got %v, want a refusal naming the loader", err)
 	}
-	if _, err := elastic.Load(ctx, other, &sliceSource{ps: corpus}, elastic.LoadOptions{}); !errors.Is(err, elastic.ErrExists) {
+	if _, err := elastic.Load(ctx, other, data.NewPassageSlice(corpus), elastic.LoadOptions{}); !errors.Is(err, elastic.ErrExists) {
 		t.Errorf("load over a foreign index: got %v, want ErrExists", err)
 	}
 	if _, err := elastic.Open(ctx, nodeConfig(n, "missing"), elastic.OpenOptions{}); !errors.Is(err, elastic.ErrNotFound) {
@@ -224,7 +224,7 @@ func TestNodeResumesInterruptedLoad(t *testing.T) {
 	ds := opensearchtest.Datasets(t)[1]
 	cfg := nodeConfig(n, "resume")
 	broken := errors.New("reader died")
-	_, err := elastic.Load(ctx, cfg, &failingSource{ps: ds.Corpus[:2500], err: broken}, elastic.LoadOptions{BatchSize: 500})
+	_, err := elastic.Load(ctx, cfg, retrievetest.FailAfter(ds.Corpus[:2500], broken), elastic.LoadOptions{BatchSize: 500})
 	if !errors.Is(err, broken) {
 		t.Fatalf("interrupted load: got %v, want %v", err, broken)
 	}
@@ -256,7 +256,7 @@ func TestNodeCredentials(t *testing.T) {
 			t.Setenv(elastic.EnvAPIKey, "")
 			cfg := nodeConfig(n, "secured")
 			cfg.Retries = -1
-			_, err := elastic.Load(ctx, cfg, &sliceSource{ps: corpus}, elastic.LoadOptions{})
+			_, err := elastic.Load(ctx, cfg, data.NewPassageSlice(corpus), elastic.LoadOptions{})
 			var e *elastic.Error
 			if !errors.As(err, &e) || e.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("got %v, want a 401 *elastic.Error", err)
@@ -339,15 +339,7 @@ func TestNodeKNN(t *testing.T) {
 	}
 
 	// Hybrid: BM25 and kNN of the node fused, as --index a,b fuses them.
-	dir := filepath.Join(t.TempDir(), "bm25")
-	if _, err := bm25.Build(ctx, dir, &sliceSource{ps: corpus}, bm25.BuildOptions{LuceneNorms: true}); err != nil {
-		t.Fatal(err)
-	}
-	local, err := bm25.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.Close()
+	local := bm25test.Index(t, corpus, bm25.BuildOptions{LuceneNorms: true})
 	onNode := retrieve.Fusion{Retrievers: []retrieve.Retriever{lexical, exact}}
 	mixed := retrieve.Fusion{Retrievers: []retrieve.Retriever{local, exact}}
 	for _, text := range []string{"crimson lighthouse zq12xv", "keeper's journal about storms zq3xv", "Orvel Quessa 7"} {

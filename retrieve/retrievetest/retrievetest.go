@@ -1,12 +1,14 @@
 // Package retrievetest is the conformance test that every retrieval backend
 // runs, in the spirit of testing/fstest: it builds a backend over a small
 // fixed corpus and checks each clause of the contract in package retrieve.
+// FailAfter feeds the builds and loads of the tests a corpus that fails.
 package retrievetest
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sync"
 	"testing"
@@ -254,4 +256,26 @@ func ids(hits []retrieve.Hit) []string {
 		out[i] = h.ID
 	}
 	return out
+}
+
+// FailingSource is a passage source that yields its passages, then an
+// error: a corpus whose reading fails, for the builds and loads of the
+// tests.
+type FailingSource struct {
+	ps  *data.PassageSlice
+	err error
+}
+
+// FailAfter returns a source that yields ps, then err.
+func FailAfter(ps []data.Passage, err error) *FailingSource {
+	return &FailingSource{data.NewPassageSlice(ps), err}
+}
+
+// Next returns the next passage, or the error once there is none left.
+func (f *FailingSource) Next() (data.Passage, error) {
+	p, err := f.ps.Next()
+	if err == io.EOF {
+		return p, f.err
+	}
+	return p, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/rollout"
@@ -163,49 +163,8 @@ func checkOutput(t *testing.T, dir string, want []string) map[string][]data.Stat
 	return checkRows(t, rows, want)
 }
 
-func checkRows(t *testing.T, rows []data.State, want []string) map[string][]data.State {
-	t.Helper()
-	by := map[string][]data.State{}
-	var order []string
-	for i, r := range rows {
-		if i == 0 || rows[i-1].QuestionID != r.QuestionID {
-			if _, dup := by[r.QuestionID]; dup {
-				t.Errorf("question %s appears twice (again at row %d)", r.QuestionID, i)
-			}
-			order = append(order, r.QuestionID)
-		}
-		by[r.QuestionID] = append(by[r.QuestionID], r)
-	}
-	got := slices.Sorted(slices.Values(order))
-	w := slices.Sorted(slices.Values(want))
-	if !slices.Equal(got, w) {
-		t.Errorf("output holds %d questions, want %d (missing %v, extra %v)", len(got), len(w), minus(w, got), minus(got, w))
-	}
-	for id, states := range by {
-		for i, s := range states {
-			if i < len(states)-1 && s.Failure != "" {
-				t.Errorf("question %s: row %d is a failure row among its states", id, i)
-			}
-			if int(s.Round) != i || s.IsFinal != (i == len(states)-1) {
-				t.Errorf("question %s: row %d has round %d, final %v", id, i, s.Round, s.IsFinal)
-			}
-		}
-	}
-	return by
-}
-
-func minus(a, b []string) []string {
-	var out []string
-	for _, s := range a {
-		if !slices.Contains(b, s) {
-			out = append(out, s)
-		}
-	}
-	if len(out) > 5 {
-		out = append(out[:5], "...")
-	}
-	return out
-}
+// checkRows checks the rows of trajectories (testkit.CheckTrajectories).
+var checkRows = testkit.CheckTrajectories
 
 // partFiles lists the names of the files in DIR/parts.
 func partFiles(t *testing.T, dir string) []string {
@@ -229,26 +188,10 @@ type idRow struct {
 // readIDs calls fn with the question id of every row of a trajectories
 // file, in order.
 func readIDs(path string, fn func(id string)) error {
-	r, err := data.OpenParquet[idRow](path)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	buf := make([]idRow, 1024)
-	for {
-		clear(buf)
-		n, err := r.Read(buf)
-		for _, row := range buf[:n] {
+	return data.EachRow(context.Background(), path, data.KindTrajectories, func(rows []idRow) error {
+		for _, row := range rows {
 			fn(row.QuestionID)
 		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("read %s: no progress", path)
-		}
-	}
+		return nil
+	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/rollout"
 )
 
@@ -274,7 +275,9 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 			}
 			written := 0
 			for _, p := range mustParts(t, out) {
-				readIDs(p.Path, func(string) { written++ })
+				if err := readIDs(p.Path, func(string) { written++ }); err != nil {
+					t.Fatal(err)
+				}
 			}
 			// A leftover of a write a kill interrupted.
 			os.WriteFile(filepath.Join(out, PartsDir, ".part-00099.parquet.tmp-123"), []byte("PAR1 half"), 0o644)
@@ -330,7 +333,9 @@ func TestRunResumeAfterKill(t *testing.T) {
 			for _, p := range parts[:keep] {
 				b, _ := os.ReadFile(p.Path)
 				os.WriteFile(filepath.Join(out, PartsDir, filepath.Base(p.Path)), b, 0o644)
-				readIDs(p.Path, func(id string) { keptIDs[id] = true })
+				if err := readIDs(p.Path, func(id string) { keptIDs[id] = true }); err != nil {
+					t.Fatal(err)
+				}
 			}
 			kept := len(keptIDs)
 			os.WriteFile(filepath.Join(out, PartsDir, "."+data.PartName(keep)+".tmp-999"), []byte("PAR1 torn"), 0o644)
@@ -540,17 +545,7 @@ func TestRunSample(t *testing.T) {
 }
 
 func sampleIndex(tb testing.TB, w *synth.World) *bm25.Index {
-	tb.Helper()
-	dir := filepath.Join(tb.TempDir(), "idx")
-	if _, err := bm25.Build(context.Background(), dir, data.NewPassageSlice(w.Passages), bm25.BuildOptions{}); err != nil {
-		tb.Fatal(err)
-	}
-	x, err := bm25.Open(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { x.Close() })
-	return x
+	return bm25test.Index(tb, w.Passages, bm25.BuildOptions{})
 }
 
 func TestReportJSONRoundTrip(t *testing.T) {

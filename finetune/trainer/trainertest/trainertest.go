@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/distill-rag/distill/finetune"
+	"github.com/distill-rag/distill/judge"
 )
 
 //go:embed standin.sh
@@ -47,7 +49,7 @@ func Job(t testing.TB, mode string) finetune.Job {
 		TrainOpenAI: "train.jsonl", ValOpenAI: "val.jsonl",
 		TrainShareGPT: "train.json", ValShareGPT: "val.json", DatasetInfo: "dataset_info.json",
 		TrainParquet: "train.parquet", ValParquet: "val.parquet",
-		TrainExamples: 1, ValExamples: 1,
+		Split: judge.Split{TrainExamples: 1, ValExamples: 1},
 	}
 	for _, name := range []string{
 		files.TrainOpenAI, files.ValOpenAI, files.TrainShareGPT, files.ValShareGPT,
@@ -83,4 +85,21 @@ func Grandchild(job finetune.Job) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// WaitFor polls cond until it holds, for at most 10s: the stand-in
+// trainer runs as a process of its own, which the test can only watch.
+func WaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
