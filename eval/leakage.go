@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 )
 
@@ -38,7 +39,8 @@ type Leakage struct {
 const maxLeakedIDs = 20
 
 // leakage sets the benchmark's question ids against the judge's training
-// questions; nil without a trained judge.
+// questions (the first maxLeakedIDs overlapping ids listed in order); nil
+// without a trained judge.
 func (t *JudgeTraining) leakage(ids []string) *Leakage {
 	if t == nil {
 		return nil
@@ -52,7 +54,9 @@ func (t *JudgeTraining) leakage(ids []string) *Leakage {
 		trained[id] = true
 	}
 	l.TrainingQuestions = len(trained)
-	for _, id := range ids {
+	// The ids listed are the first in order, so that a report does not
+	// depend on the order the questions finished in.
+	for _, id := range slices.Sorted(slices.Values(ids)) {
 		if trained[id] {
 			l.Overlap++
 			if len(l.IDs) < maxLeakedIDs {
