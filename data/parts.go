@@ -23,6 +23,28 @@ import (
 // RemoveTemps removes when the job resumes.
 
 // TmpMarker is in the name of every temporary file that CreateParquet,
+// RelativePath returns path relative to the directory dir (with ".."
+// where it lies outside it), for records that dir holds, so that the two
+// can move together; path as it is when it is empty or cannot be made so.
+func RelativePath(dir, path string) string {
+	if path == "" {
+		return ""
+	}
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return path
+	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	rel, err := filepath.Rel(d, p)
+	if err != nil {
+		return path
+	}
+	return rel
+}
+
 // WriteFileAtomic and WriteAtomic create: "." + name + ".tmp-" + random.
 const TmpMarker = ".tmp-"
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/judge"
 )
 
@@ -91,23 +92,5 @@ func trainingData(job Job) *judge.TrainingData {
 	if job.Labels.Train == "" {
 		return nil
 	}
-	rel := func(p string) string {
-		if p == "" {
-			return ""
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return p
-		}
-		dir, err := filepath.Abs(job.Dir)
-		if err != nil {
-			return abs
-		}
-		r, err := filepath.Rel(dir, abs)
-		if err != nil {
-			return abs
-		}
-		return r
-	}
-	return &judge.TrainingData{Train: rel(job.Labels.Train), Val: rel(job.Labels.Val)}
+	return &judge.TrainingData{Train: data.RelativePath(job.Dir, job.Labels.Train), Val: data.RelativePath(job.Dir, job.Labels.Val)}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -214,25 +213,6 @@ func failuresError(command string, err error) error {
 	}
 	return fmt.Errorf("%s: %w\n(check the server named above: its URL comes from --<role>-base-url, --base-url or OPENAI_BASE_URL, its key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY; "+
 		"what was done is kept, and --resume goes on, doing the failures again)", command, err)
-}
-
-// relativeTo returns path relative to the directory dir, for the records
-// that dir holds, so that the two can move together; path as it is when
-// that cannot be done.
-func relativeTo(dir, path string) string {
-	d, err := filepath.Abs(dir)
-	if err != nil {
-		return path
-	}
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return path
-	}
-	rel, err := filepath.Rel(d, p)
-	if err != nil {
-		return path
-	}
-	return rel
 }
 
 // fileExists says whether path names something that can be stat'ed.

@@ -123,7 +123,7 @@ func rolloutAction(c *cli.Context) error {
 	if questions != "" {
 		// Recorded relative to the output, as label reads it: the two can
 		// move together.
-		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), relativeTo(opts.Out, questions)
+		opts.Questions, opts.Info.Questions = runner.QuestionsFile(questions), data.RelativePath(opts.Out, questions)
 	} else {
 		world = synth.Sample()
 		opts.Questions, opts.Info.Questions = runner.Slice(world.Questions), datasetSample+" (synthetic, built in)"
