@@ -30,9 +30,15 @@ const (
 	formatVersion     = "1"
 )
 
-// rowsPerRowGroup bounds the rows a writer buffers in memory before it
-// writes them out as a row group.
-const rowsPerRowGroup = 50_000
+// rowsPerRowGroup and rowGroupBytes bound what a writer buffers in memory
+// before it writes it out as a row group: at most this many rows, and no
+// more than about this many bytes of encoded pages (parquet-go's estimate,
+// before compression), so that a writer's memory does not follow the size
+// of its rows (a state with a long evidence context is kilobytes).
+const (
+	rowsPerRowGroup = 50_000
+	rowGroupBytes   = 16 << 20
+)
 
 // ParquetWriter writes rows of type T to a parquet file. Rows go to a
 // temporary file in the destination's directory, which Close renames into
@@ -43,6 +49,8 @@ type ParquetWriter[T any] struct {
 	tmp  *os.File
 	w    *parquet.GenericWriter[T]
 	rows int64
+	// flushed is w.Size() after the last row group written out.
+	flushed int64
 	// done is set by the first Close or Abort; aborted tells which.
 	done    bool
 	aborted bool
@@ -78,6 +86,9 @@ func (w *ParquetWriter[T]) Write(rows []T) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
+	if w.w.Size()-w.flushed > rowGroupBytes {
+		return w.Flush()
+	}
 	return nil
 }
 
@@ -91,6 +102,7 @@ func (w *ParquetWriter[T]) Flush() error {
 	if err := w.w.Flush(); err != nil {
 		return fmt.Errorf("flush %s: %w", w.path, err)
 	}
+	w.flushed = w.w.Size()
 	return nil
 }
 

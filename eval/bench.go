@@ -1,7 +1,7 @@
 package eval
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -250,19 +250,19 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		return Summary{}, err
 	}
 	defer tw.Abort() // nothing left to remove once Close succeeded
-	scores := map[string][]ScoreRow{}
+	scores := newScoreTable()
 	var names []string
 	for i, v := range variants {
 		if err := tw.StartVariant(v.Name); err != nil {
 			return Summary{}, err
 		}
-		sc := newScorer(o.ByID, o.Scoring)
+		sc := newScorer(o.ByID, o.Scoring, false)
 		err := eachQuestion(runs[i].Trajectories, func(rows []data.State) error {
 			res, err := sc.add(rows)
 			if err != nil {
 				return err
 			}
-			scores[v.Name] = append(scores[v.Name], scoreRow(v.Name, res))
+			scores.add(scoreRow(v.Name, res))
 			return tw.Add(traceQuestion(res, rows, o.ByID[res.ID]))
 		})
 		if err != nil {
@@ -273,11 +273,11 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		r.Variants = append(r.Variants, VariantReport{Name: v.Name, Description: v.Description, Metrics: m, Roles: rolesOf(runs[i].Report)})
 		names = append(names, v.Name)
 	}
-	if r.Paired = PairedAgainstBaseline(names, scores); r.Paired != nil {
+	if r.Paired = scores.paired(names); r.Paired != nil {
 		r.Bootstrap = bootstrapSettings()
 	}
 	if o.JudgeTraining != nil {
-		r.Leakage = o.JudgeTraining.leakage(benchmarkIDs(names, scores))
+		r.Leakage = o.JudgeTraining.leakage(scores.ids)
 		log := o.Logger
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
@@ -285,32 +285,25 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		r.Leakage.warn(log, "in the report")
 	}
 	var files []string
-	write := func(name string, fn func(w *bytes.Buffer) error) error {
-		var b bytes.Buffer
-		if err := fn(&b); err != nil {
+	write := func(name string, fn func(w io.Writer) error) error {
+		err := data.WriteAtomic(filepath.Join(o.Out, name), func(w *bufio.Writer) error { return fn(w) })
+		if err != nil {
 			return fmt.Errorf("write %s: %w", name, err)
-		}
-		if err := data.WriteFileAtomic(filepath.Join(o.Out, name), b.Bytes()); err != nil {
-			return err
 		}
 		files = append(files, name)
 		return nil
 	}
-	if err := write(ScoresFile, func(b *bytes.Buffer) error {
-		for _, name := range names {
-			if err := writeScores(b, scores[name]); err != nil {
-				return err
-			}
+	for _, f := range []struct {
+		name string
+		fn   func(w io.Writer) error
+	}{
+		{ScoresFile, scores.write},
+		{ReportJSON, func(w io.Writer) error { return WriteJSON(w, r) }},
+		{ReportMD, func(w io.Writer) error { return WriteMarkdown(w, r) }},
+	} {
+		if err := write(f.name, f.fn); err != nil {
+			return Summary{}, err
 		}
-		return nil
-	}); err != nil {
-		return Summary{}, err
-	}
-	if err := write(ReportJSON, func(b *bytes.Buffer) error { return WriteJSON(b, r) }); err != nil {
-		return Summary{}, err
-	}
-	if err := write(ReportMD, func(b *bytes.Buffer) error { return WriteMarkdown(b, r) }); err != nil {
-		return Summary{}, err
 	}
 	if err := tw.Close(); err != nil {
 		return Summary{}, err
@@ -347,21 +340,6 @@ func (o *Options) selected() ([]string, error) {
 		}
 	}
 	return ids, nil
-}
-
-// benchmarkIDs returns every question id of the variants' scores, once.
-func benchmarkIDs(names []string, scores map[string][]ScoreRow) []string {
-	seen := map[string]bool{}
-	var ids []string
-	for _, name := range names {
-		for _, s := range scores[name] {
-			if !seen[s.ID] {
-				seen[s.ID] = true
-				ids = append(ids, s.ID)
-			}
-		}
-	}
-	return ids
 }
 
 // eachQuestion calls fn with the rows of each question of a trajectories

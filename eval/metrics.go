@@ -3,6 +3,7 @@ package eval
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -317,7 +318,7 @@ func Compute(states []data.State, questions map[string]data.Question, usage []ll
 		}
 		groups[s.QuestionID] = append(groups[s.QuestionID], s)
 	}
-	sc := newScorer(questions, scoring)
+	sc := newScorer(questions, scoring, true)
 	for _, id := range order {
 		if _, err := sc.add(groups[id]); err != nil {
 			return Metrics{}, nil, err
@@ -331,12 +332,16 @@ func Compute(states []data.State, questions map[string]data.Question, usage []ll
 type scorer struct {
 	questions map[string]data.Question
 	scoring   Scoring
-	results   []QuestionResult
-	seen      map[string]bool
+	tally     *tally
+	// keep says whether results keeps every result (Compute's); a
+	// benchmark streams them instead.
+	keep    bool
+	results []QuestionResult
+	seen    map[string]bool
 }
 
-func newScorer(questions map[string]data.Question, scoring Scoring) *scorer {
-	return &scorer{questions: questions, scoring: scoring, seen: map[string]bool{}}
+func newScorer(questions map[string]data.Question, scoring Scoring, keep bool) *scorer {
+	return &scorer{questions: questions, scoring: scoring, tally: newTally(), keep: keep, seen: map[string]bool{}}
 }
 
 // add scores the rows of one question (all of them, in any order).
@@ -360,13 +365,16 @@ func (s *scorer) add(rows []data.State) (QuestionResult, error) {
 	if err != nil {
 		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: %w", id, err)
 	}
-	s.results = append(s.results, r)
+	s.tally.add(r)
+	if s.keep {
+		s.results = append(s.results, r)
+	}
 	return r, nil
 }
 
 // metrics aggregates the questions added so far, with usage.
 func (s *scorer) metrics(usage []llm.Stats) Metrics {
-	m := aggregate(s.results)
+	m := s.tally.metrics()
 	m.Usage = append([]llm.Stats{}, usage...)
 	for _, u := range usage {
 		m.CostUSD += u.CostUSD
@@ -457,98 +465,126 @@ func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (Questio
 
 // aggregate turns per-question results into Metrics, without usage.
 func aggregate(results []QuestionResult) Metrics {
-	m := Metrics{
-		Questions:     len(results),
+	t := newTally()
+	for _, r := range results {
+		t.add(r)
+	}
+	return t.metrics()
+}
+
+// tally aggregates per-question results one at a time into Metrics. It
+// keeps sums and counts, and five durations a completed question for the
+// latency percentiles, never the results themselves.
+type tally struct {
+	m                                      Metrics
+	n                                      int
+	em, f1, recall, rounds, ratios         float64
+	correct, inEvidence, premature, gold   int
+	completed, completedGold, ratioN       int
+	total, judge, retrieve, extract, readT []float64
+}
+
+func newTally() *tally {
+	t := &tally{m: Metrics{
 		EndReasons:    make(map[string]int),
 		GapCategories: make(map[string]int),
 		Rounds:        []int{},
-	}
+	}}
 	for _, e := range EndReasons() {
-		m.EndReasons[e] = 0
+		t.m.EndReasons[e] = 0
 	}
 	for _, c := range data.GapCategories() {
-		m.GapCategories[c] = 0
+		t.m.GapCategories[c] = 0
 	}
-	var (
-		em, f1, recall, rounds, ratios         float64
-		correct, inEvidence, premature, gold   int
-		completed, completedGold, ratioN       int
-		total, judge, retrieve, extract, readT []float64
-	)
+	return t
+}
+
+// add counts one question's result.
+func (t *tally) add(r QuestionResult) {
+	m := &t.m
+	t.n++
+	m.EndReasons[r.EndReason]++
+	t.em += r.EM
+	t.f1 += r.F1
+	if r.AnswerInEvidence {
+		t.inEvidence++
+	}
+	if r.GoldTitles > 0 {
+		t.gold++
+		t.recall += r.GoldTitleRecall
+		if r.CorrectRetrieval {
+			t.correct++
+		}
+	}
+	for _, c := range r.gapCategories {
+		m.GapCategories[c]++
+	}
 	cal := &m.Calibration
-	for _, r := range results {
-		m.EndReasons[r.EndReason]++
-		em += r.EM
-		f1 += r.F1
-		if r.AnswerInEvidence {
-			inEvidence++
-		}
-		if r.GoldTitles > 0 {
-			gold++
-			recall += r.GoldTitleRecall
-			if r.CorrectRetrieval {
-				correct++
-			}
-		}
-		for _, c := range r.gapCategories {
-			m.GapCategories[c]++
-		}
-		for _, j := range r.Judgments {
-			if !j.Measured {
-				cal.Unmeasured++
-				continue
-			}
-			cal.States++
-			cal.Confusion.add(j)
-		}
-		if r.Failure != "" {
-			m.Failed++
+	for _, j := range r.Judgments {
+		if !j.Measured {
+			cal.Unmeasured++
 			continue
 		}
-		completed++
-		if r.GoldTitles > 0 {
-			completedGold++
-		}
-		if r.Premature {
-			premature++
-		}
-		for len(m.Rounds) <= r.Rounds {
-			m.Rounds = append(m.Rounds, 0)
-		}
-		m.Rounds[r.Rounds]++
-		rounds += float64(r.Rounds)
-		m.Compression.EvidenceChars += int64(r.EvidenceChars)
-		m.Compression.RawChars += int64(r.RawChars)
-		m.Compression.EvidenceTokens += int64(r.EvidenceTokens)
-		if r.RawChars > 0 {
-			ratios += float64(r.EvidenceChars) / float64(r.RawChars)
-			ratioN++
-		}
-		total = append(total, r.LatencyMS/1000)
-		judge = append(judge, r.JudgeMS/1000)
-		retrieve = append(retrieve, r.RetrieveMS/1000)
-		extract = append(extract, r.ExtractMS/1000)
-		readT = append(readT, r.ReadMS/1000)
+		cal.States++
+		cal.Confusion.add(j)
 	}
-	m.EM = percent(em, len(results))
-	m.F1 = percent(f1, len(results))
-	m.AnswerInEvidence = percent(float64(inEvidence), len(results))
-	m.GoldTitleQuestions = gold
-	m.CorrectRetrieval = percent(float64(correct), gold)
-	m.GoldTitleRecall = percent(recall, gold)
-	m.MeanRounds = mean(rounds, completed)
-	m.Premature = percent(float64(premature), completedGold)
+	if r.Failure != "" {
+		m.Failed++
+		return
+	}
+	t.completed++
+	if r.GoldTitles > 0 {
+		t.completedGold++
+	}
+	if r.Premature {
+		t.premature++
+	}
+	for len(m.Rounds) <= r.Rounds {
+		m.Rounds = append(m.Rounds, 0)
+	}
+	m.Rounds[r.Rounds]++
+	t.rounds += float64(r.Rounds)
+	m.Compression.EvidenceChars += int64(r.EvidenceChars)
+	m.Compression.RawChars += int64(r.RawChars)
+	m.Compression.EvidenceTokens += int64(r.EvidenceTokens)
+	if r.RawChars > 0 {
+		t.ratios += float64(r.EvidenceChars) / float64(r.RawChars)
+		t.ratioN++
+	}
+	t.total = append(t.total, r.LatencyMS/1000)
+	t.judge = append(t.judge, r.JudgeMS/1000)
+	t.retrieve = append(t.retrieve, r.RetrieveMS/1000)
+	t.extract = append(t.extract, r.ExtractMS/1000)
+	t.readT = append(t.readT, r.ReadMS/1000)
+}
+
+// metrics returns the Metrics of the results added so far, without usage.
+func (t *tally) metrics() Metrics {
+	m := t.m
+	m.Questions = t.n
+	m.EndReasons = maps.Clone(t.m.EndReasons)
+	m.GapCategories = maps.Clone(t.m.GapCategories)
+	m.Rounds = slices.Clone(t.m.Rounds)
+	m.EM = percent(t.em, t.n)
+	m.F1 = percent(t.f1, t.n)
+	m.AnswerInEvidence = percent(float64(t.inEvidence), t.n)
+	m.GoldTitleQuestions = t.gold
+	m.CorrectRetrieval = percent(float64(t.correct), t.gold)
+	m.GoldTitleRecall = percent(t.recall, t.gold)
+	m.MeanRounds = mean(t.rounds, t.completed)
+	m.Premature = percent(float64(t.premature), t.completedGold)
+	cal := &m.Calibration
 	c := cal.Confusion
 	cal.FalsePositiveRate = percent(float64(c.FP), c.FP+c.TN)
 	cal.CompleteJudgedInsufficient = percent(float64(c.FN), c.TP+c.FN)
 	if m.Compression.RawChars > 0 {
 		m.Compression.Ratio = float64(m.Compression.EvidenceChars) / float64(m.Compression.RawChars)
 	}
-	m.Compression.MeanRatio = mean(ratios, ratioN)
-	m.Compression.MeanEvidenceTokens = mean(float64(m.Compression.EvidenceTokens), completed)
+	m.Compression.MeanRatio = mean(t.ratios, t.ratioN)
+	m.Compression.MeanEvidenceTokens = mean(float64(m.Compression.EvidenceTokens), t.completed)
 	m.Latency = Latency{
-		Question: spread(total), Judge: spread(judge), Retrieve: spread(retrieve),
-		Extract: spread(extract), Read: spread(readT),
+		Question: spread(t.total), Judge: spread(t.judge), Retrieve: spread(t.retrieve),
+		Extract: spread(t.extract), Read: spread(t.readT),
 	}
 	return m
 }

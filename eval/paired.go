@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -129,16 +130,22 @@ type Difference struct {
 // ComparePaired computes the paired statistics of variant against base
 // over the questions (by id) that both have.
 func ComparePaired(base, variant []ScoreRow) Paired {
+	return comparePaired(slices.Values(base), slices.Values(variant))
+}
+
+// comparePaired is ComparePaired over rows as they come.
+func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 	p := Paired{}
-	if len(base) > 0 {
-		p.Baseline = base[0].Variant
+	type scores struct {
+		em, f1 float64
+		cal    Confusion
 	}
-	if len(variant) > 0 {
-		p.Variant = variant[0].Variant
-	}
-	byID := make(map[string]int, len(base))
-	for i, r := range base {
-		byID[r.ID] = i
+	byID := make(map[string]scores)
+	for r := range base {
+		if p.Baseline == "" {
+			p.Baseline = r.Variant
+		}
+		byID[r.ID] = scores{r.EM, r.F1, r.Calibration}
 	}
 	type pair struct {
 		id       string
@@ -147,28 +154,30 @@ func ComparePaired(base, variant []ScoreRow) Paired {
 	}
 	var pairs []pair
 	var calBase, calVar Confusion
-	for _, v := range variant {
-		i, ok := byID[v.ID]
+	for v := range variant {
+		if p.Variant == "" {
+			p.Variant = v.Variant
+		}
+		b, ok := byID[v.ID]
 		if !ok {
 			continue
 		}
-		b := base[i]
-		pr := pair{id: v.ID, dEM: v.EM - b.EM, dF1: v.F1 - b.F1, cal: [2]Confusion{b.Calibration, v.Calibration}}
+		pr := pair{id: v.ID, dEM: v.EM - b.em, dF1: v.F1 - b.f1, cal: [2]Confusion{b.cal, v.Calibration}}
 		pairs = append(pairs, pr)
-		calBase.plus(b.Calibration)
+		calBase.plus(b.cal)
 		calVar.plus(v.Calibration)
 		switch {
-		case v.F1 > b.F1:
+		case v.F1 > b.f1:
 			p.Won++
-		case v.F1 < b.F1:
+		case v.F1 < b.f1:
 			p.Lost++
 		default:
 			p.Tied++
 		}
 		switch {
-		case v.EM > b.EM:
+		case v.EM > b.em:
 			p.EMWon++
-		case v.EM < b.EM:
+		case v.EM < b.em:
 			p.EMLost++
 		}
 	}
@@ -288,17 +297,6 @@ func PairedAgainstBaseline(names []string, rows map[string][]ScoreRow) []Paired 
 // beside its report, one JSON line per variant and question (ScoreRow).
 const ScoresFile = "scores.jsonl"
 
-// writeScores writes rows as JSON lines.
-func writeScores(w io.Writer, rows []ScoreRow) error {
-	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // ReadScores reads a benchmark's scores.jsonl, grouped by variant.
 func ReadScores(path string) (map[string][]ScoreRow, error) {
 	f, err := os.Open(path)
@@ -320,4 +318,88 @@ func ReadScores(path string) (map[string][]ScoreRow, error) {
 		return nil, fmt.Errorf("read scores %s: %w", path, err)
 	}
 	return out, nil
+}
+
+// scoreTable holds the scores of a benchmark's variants compactly, for its
+// report: each question id once, and a small cell per variant and question,
+// so that a benchmark of many questions does not hold their ScoreRows.
+type scoreTable struct {
+	index map[string]int32
+	// ids are the question ids in the order they first came.
+	ids      []string
+	variants []string
+	cells    map[string][]scoreCell
+}
+
+// scoreCell is a ScoreRow without its strings: the question by its place
+// in scoreTable.ids.
+type scoreCell struct {
+	q      int32
+	em, f1 float64
+	cal    [4]int32 // TP, FP, FN, TN
+}
+
+func newScoreTable() *scoreTable {
+	return &scoreTable{index: map[string]int32{}, cells: map[string][]scoreCell{}}
+}
+
+// add adds a row. Rows of a variant come together, variants in turn.
+func (t *scoreTable) add(r ScoreRow) {
+	q, ok := t.index[r.ID]
+	if !ok {
+		q = int32(len(t.ids))
+		t.index[r.ID] = q
+		t.ids = append(t.ids, r.ID)
+	}
+	if _, ok := t.cells[r.Variant]; !ok {
+		t.variants = append(t.variants, r.Variant)
+	}
+	c := r.Calibration
+	t.cells[r.Variant] = append(t.cells[r.Variant], scoreCell{q: q, em: r.EM, f1: r.F1,
+		cal: [4]int32{int32(c.TP), int32(c.FP), int32(c.FN), int32(c.TN)}})
+}
+
+// rows returns a variant's rows in the order they were added.
+func (t *scoreTable) rows(variant string) iter.Seq[ScoreRow] {
+	return func(yield func(ScoreRow) bool) {
+		for _, c := range t.cells[variant] {
+			r := ScoreRow{Variant: variant, ID: t.ids[c.q], EM: c.em, F1: c.f1,
+				Calibration: Confusion{TP: int(c.cal[0]), FP: int(c.cal[1]), FN: int(c.cal[2]), TN: int(c.cal[3])}}
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// write writes every row as scores.jsonl holds them: variant by variant, in
+// the order they were added.
+func (t *scoreTable) write(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	for _, v := range t.variants {
+		for r := range t.rows(v) {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// paired compares every variant of names with Baseline, as
+// PairedAgainstBaseline does; nil when the baseline did not run.
+func (t *scoreTable) paired(names []string) []Paired {
+	if _, ok := t.cells[Baseline]; !ok {
+		return nil
+	}
+	var out []Paired
+	for _, name := range names {
+		if name == Baseline {
+			continue
+		}
+		p := comparePaired(t.rows(Baseline), t.rows(name))
+		p.Variant, p.Baseline = name, Baseline
+		out = append(out, p)
+	}
+	return out
 }

@@ -1,8 +1,13 @@
 package eval
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -133,5 +138,59 @@ func TestPairedAgainstBaseline(t *testing.T) {
 	}
 	if got := PairedAgainstBaseline([]string{"no-sft"}, map[string][]ScoreRow{"no-sft": rs["no-sft"]}); got != nil {
 		t.Errorf("without full: got %+v, want none", got)
+	}
+}
+
+// TestScoreTable: the compact table a benchmark keeps gives back the rows,
+// the scores.jsonl lines, the paired statistics and the question ids that
+// the rows themselves give.
+func TestScoreTable(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	names := []string{"no-judge", Baseline, "no-sft"}
+	byVariant := map[string][]ScoreRow{}
+	tab := newScoreTable()
+	var wantIDs []string
+	for vi, name := range names {
+		perm := rng.Perm(300)
+		for _, i := range perm[:250+vi*20] { // the variants share most questions, not all
+			id := fmt.Sprintf("q%03d", i)
+			if !slices.Contains(wantIDs, id) {
+				wantIDs = append(wantIDs, id)
+			}
+			r := ScoreRow{Variant: name, ID: id, EM: float64(rng.IntN(2)), F1: rng.Float64(),
+				Calibration: Confusion{TP: rng.IntN(3), FP: rng.IntN(3), FN: rng.IntN(3), TN: rng.IntN(4)}}
+			byVariant[name] = append(byVariant[name], r)
+			tab.add(r)
+		}
+	}
+	for _, name := range names {
+		if got := slices.Collect(tab.rows(name)); !cmp.Equal(got, byVariant[name]) {
+			t.Errorf("rows(%s) differ from the rows added: %s", name, cmp.Diff(byVariant[name], got))
+		}
+	}
+	if diff := cmp.Diff(wantIDs, tab.ids); diff != "" {
+		t.Errorf("ids (-want +got):\n%s", diff)
+	}
+	want := PairedAgainstBaseline(names, byVariant)
+	if got := tab.paired(names); !cmp.Equal(got, want) {
+		t.Errorf("paired differs from PairedAgainstBaseline:\n%s", cmp.Diff(want, got))
+	}
+	var b strings.Builder
+	if err := tab.write(&b); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), ScoresFile)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadScores(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cmp.Equal(back, byVariant) {
+		t.Errorf("scores.jsonl read back differs: %s", cmp.Diff(byVariant, back))
+	}
+	if got := newScoreTable().paired(names); got != nil {
+		t.Errorf("no rows: got %+v, want no comparison", got)
 	}
 }

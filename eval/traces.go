@@ -1,11 +1,14 @@
 package eval
 
 import (
+	"bufio"
 	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -264,8 +267,11 @@ func WriteTraces(dir string, t Traces) error {
 // succeeds; traces.html is written last, atomically.
 type TraceWriter struct {
 	dir, tmp string
-	data     traceData
-	qindex   map[string]int
+	// data holds the index's numbers; its questions and rows go to index
+	// as they come (see traceIndexFile), not to data.
+	data   traceData
+	index  *traceIndexFile
+	qindex map[string]int
 	// part holds the current variant's questions not written yet.
 	part []traceQuestionView
 }
@@ -279,7 +285,12 @@ func NewTraceWriter(dir, title string) (*TraceWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("write traces: %w", err)
 	}
-	return &TraceWriter{dir: dir, tmp: tmp, qindex: map[string]int{},
+	index, err := newTraceIndexFile(dir)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, fmt.Errorf("write traces: %w", err)
+	}
+	return &TraceWriter{dir: dir, tmp: tmp, index: index, qindex: map[string]int{},
 		data: traceData{Title: traceText(title), Dir: TracesDir, PartSize: TracePartSize, PerPage: traceRowsPerPage}}, nil
 }
 
@@ -324,12 +335,17 @@ func (w *TraceWriter) Add(q TraceQuestion) error {
 	v.Failed += traceCount(qv.Flags.Failed)
 	k, ok := w.qindex[qv.ID]
 	if !ok {
-		k = len(w.data.Questions)
+		k = len(w.qindex)
 		w.qindex[qv.ID] = k
-		w.data.Questions = append(w.data.Questions, traceIndexQuestion{ID: qv.ID, Text: qv.Question})
+		if err := w.index.question(traceIndexQuestion{ID: qv.ID, Text: qv.Question}); err != nil {
+			return fmt.Errorf("write traces: %w", err)
+		}
 	}
-	w.data.Rows = append(w.data.Rows, traceRow{Variant: vi, Question: k, EM: q.EM, F1: q.F1, Flags: qv.Flags.bits(),
+	err := w.index.row(traceRow{Variant: vi, Question: k, EM: q.EM, F1: q.F1, Flags: qv.Flags.bits(),
 		Rounds: qv.Retrievals, States: qv.JudgeCalls, Index: j})
+	if err != nil {
+		return fmt.Errorf("write traces: %w", err)
+	}
 	return nil
 }
 
@@ -370,7 +386,7 @@ func (w *TraceWriter) Close() error {
 		w.Abort()
 		return err
 	}
-	view := traceIndexView{Title: w.data.Title, Data: w.data, PerPage: traceRowsPerPage}
+	view := traceIndexView{Title: w.data.Title, Data: w.data, PerPage: traceRowsPerPage, Index: template.JS(traceIndexMark)}
 	for i := range view.Data.Variants {
 		v := &view.Data.Variants[i]
 		view.Questions += v.Questions
@@ -389,6 +405,15 @@ func (w *TraceWriter) Close() error {
 		w.Abort()
 		return fmt.Errorf("write traces: %w", err)
 	}
+	head, tail, ok := bytes.Cut(b.Bytes(), []byte(traceIndexMark))
+	if !ok {
+		w.Abort()
+		return errors.New("write traces: the index template has no place for its data")
+	}
+	if err := w.index.finish(); err != nil {
+		w.Abort()
+		return fmt.Errorf("write traces: %w", err)
+	}
 	final := filepath.Join(w.dir, TracesDir)
 	if err := os.RemoveAll(final); err != nil {
 		w.Abort()
@@ -398,8 +423,126 @@ func (w *TraceWriter) Close() error {
 		w.Abort()
 		return fmt.Errorf("write traces: %w", err)
 	}
-	return data.WriteFileAtomic(filepath.Join(w.dir, TracesHTML), b.Bytes())
+	err := data.WriteAtomic(filepath.Join(w.dir, TracesHTML), func(out *bufio.Writer) error {
+		out.Write(head)
+		if err := w.index.copyData(out, view.Data); err != nil {
+			return err
+		}
+		_, err := out.Write(tail)
+		return err
+	})
+	w.index.remove()
+	return err
 }
 
 // Abort removes what the writer wrote.
-func (w *TraceWriter) Abort() { os.RemoveAll(w.tmp) }
+func (w *TraceWriter) Abort() {
+	os.RemoveAll(w.tmp)
+	w.index.remove()
+}
+
+// traceIndexMark stands in the rendered index page where the index's data
+// go; TraceWriter.Close writes them there from its traceIndexFile.
+const traceIndexMark = "@@distill-trace-index@@"
+
+// traceIndexFile holds the index's questions and rows, as the JSON of
+// traceData's Questions and Rows, in two temporary files while a
+// benchmark's pages are written, so that the writer's memory does not grow
+// with the questions. json.Marshal escapes <, > and &, so the JSON is safe
+// inside the page's script element.
+type traceIndexFile struct {
+	questions, rows *os.File
+	qw, rw          *bufio.Writer
+	nq, nr          int
+}
+
+func newTraceIndexFile(dir string) (*traceIndexFile, error) {
+	q, err := os.CreateTemp(dir, ".traces-questions-*")
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.CreateTemp(dir, ".traces-rows-*")
+	if err != nil {
+		q.Close()
+		os.Remove(q.Name())
+		return nil, err
+	}
+	return &traceIndexFile{questions: q, rows: r, qw: bufio.NewWriter(q), rw: bufio.NewWriter(r)}, nil
+}
+
+// question and row append one element to their list.
+func (f *traceIndexFile) question(q traceIndexQuestion) error {
+	f.nq++
+	return appendJSON(f.qw, f.nq, q)
+}
+
+func (f *traceIndexFile) row(r traceRow) error {
+	f.nr++
+	return appendJSON(f.rw, f.nr, r)
+}
+
+// appendJSON writes v as the n-th element of a JSON list, from 1, without
+// its brackets.
+func appendJSON(w *bufio.Writer, n int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if n > 1 {
+		w.WriteByte(',')
+	}
+	_, err = w.Write(b)
+	return err
+}
+
+// finish flushes what is buffered.
+func (f *traceIndexFile) finish() error {
+	if err := f.qw.Flush(); err != nil {
+		return err
+	}
+	return f.rw.Flush()
+}
+
+// copyData writes d with the questions and rows of the file as traceData's
+// JSON: d's own lists must be empty.
+func (f *traceIndexFile) copyData(w io.Writer, d traceData) error {
+	d.Questions, d.Rows = nil, nil
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	// d's JSON ends in "questions":null,"rows":null}: cut it there.
+	const nulls = `"questions":null,"rows":null}`
+	head, ok := bytes.CutSuffix(b, []byte(nulls))
+	if !ok {
+		return fmt.Errorf("trace data JSON does not end in %s", nulls)
+	}
+	for _, part := range []struct {
+		prefix string
+		file   *os.File
+	}{{`"questions":[`, f.questions}, {`],"rows":[`, f.rows}} {
+		if _, err := w.Write(head); err != nil {
+			return err
+		}
+		head = nil
+		if _, err := io.WriteString(w, part.prefix); err != nil {
+			return err
+		}
+		if _, err := part.file.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		if _, err := io.Copy(w, part.file); err != nil {
+			return err
+		}
+	}
+	_, err = io.WriteString(w, "]}")
+	return err
+}
+
+// remove closes and removes the files.
+func (f *traceIndexFile) remove() {
+	for _, file := range []*os.File{f.questions, f.rows} {
+		file.Close()
+		os.Remove(file.Name())
+	}
+}

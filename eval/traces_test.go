@@ -507,6 +507,18 @@ func TestTracesParts(t *testing.T) {
 	if again := readTraces(t, dir); !slices.Equal(again.order, []string{"traces/v-0/part-0001.html"}) {
 		t.Errorf("rewritten: got pages %q, want one", again.order)
 	}
+	// The index's temporary files are gone.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{TracesDir, TracesHTML}; !slices.Equal(names, want) {
+		t.Errorf("the folder holds %q, want %q", names, want)
+	}
 }
 
 func TestTracesFlags(t *testing.T) {

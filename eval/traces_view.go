@@ -17,7 +17,10 @@ type traceIndexView struct {
 	Title     string
 	Questions int
 	PerPage   int
-	Data      traceData
+	// Data holds the index's numbers; its questions and rows are written
+	// where Index (traceIndexMark) stands, by TraceWriter.Close.
+	Data  traceData
+	Index template.JS
 	// Parts are the pages of each variant, for the page without script.
 	Parts [][]string
 }

@@ -55,6 +55,7 @@ func buildApp(stdout, stderr io.Writer, cmds []*cli.Command) *cli.App {
 		Flags:       globalFlags(),
 		Commands:    cmds,
 		Before:      setUp,
+		After:       finishProfiles,
 		Action:      showHelpOrRejectCommand,
 		Writer:      stdout,
 		ErrWriter:   stderr,
@@ -69,7 +70,7 @@ func buildApp(stdout, stderr io.Writer, cmds []*cli.Command) *cli.App {
 }
 
 func globalFlags() []cli.Flag {
-	return append(configurable(
+	flags := append(configurable(
 		&cli.StringFlag{
 			Name:    "log-format",
 			Usage:   "log format on stderr: text or json",
@@ -97,6 +98,7 @@ func globalFlags() []cli.Flag {
 			TakesFile: true,
 		},
 	)
+	return append(flags, profileFlags()...)
 }
 
 // setUp runs before any command: it reads the config file, applies it to the
@@ -120,7 +122,18 @@ func setUp(c *cli.Context) error {
 		return err
 	}
 	c.App.Metadata[loggerKey] = logger
+	prof, err := startProfiles(c)
+	if err != nil {
+		return err
+	}
+	c.App.Metadata[profilerKey] = prof
 	return nil
+}
+
+// finishProfiles writes the profiles setUp started, after the command.
+func finishProfiles(c *cli.Context) error {
+	prof, _ := c.App.Metadata[profilerKey].(*profiler)
+	return prof.finish()
 }
 
 const loggerKey = "distill.logger"
