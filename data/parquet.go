@@ -37,7 +37,12 @@ const (
 // of its rows (a state with a long evidence context is kilobytes).
 const (
 	rowsPerRowGroup = 50_000
-	rowGroupBytes   = 16 << 20
+	rowGroupBytes   = 4 << 20
+	// pageBytes bounds a page before encoding (parquet-go's default is 256
+	// KiB). A reader holds the current page of every column, and a state
+	// has dozens of columns: smaller pages keep a reader's memory small
+	// whatever the file's size.
+	pageBytes = 64 << 10
 )
 
 // ParquetWriter writes rows of type T to a parquet file. Rows go to a
@@ -70,6 +75,7 @@ func CreateParquet[T any](path string, kind Kind) (*ParquetWriter[T], error) {
 	w := parquet.NewGenericWriter[T](tmp,
 		parquet.Compression(zstdCodec{}),
 		parquet.MaxRowsPerRowGroup(rowsPerRowGroup),
+		parquet.PageBufferSize(pageBytes),
 		parquet.KeyValueMetadata(metaKind, string(kind)),
 		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),
 	)
