@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -415,14 +416,9 @@ func chatTemplateError(job finetune.Job, st finetune.State, h judge.Handback) er
 }
 
 func metricsText(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " " + strconv.FormatFloat(m[k], 'g', 4, 64)
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+strconv.FormatFloat(m[k], 'g', 4, 64))
 	}
 	return strings.Join(parts, ", ")
 }
