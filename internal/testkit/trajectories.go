@@ -7,6 +7,17 @@ import (
 	"github.com/distill-rag/distill/data"
 )
 
+// Parts returns the committed parts in dir (data.ListParts), failing the
+// test if they cannot be listed.
+func Parts(t testing.TB, dir string) []data.Part {
+	t.Helper()
+	parts, err := data.ListParts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
 // QuestionIDs returns the ids of qs, in order: the want of
 // CheckTrajectories for a run over qs.
 func QuestionIDs(qs []data.Question) []string {

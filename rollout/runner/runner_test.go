@@ -307,11 +307,7 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 
 func mustParts(t *testing.T, out string) []data.Part {
 	t.Helper()
-	parts, err := data.ListParts(filepath.Join(out, PartsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parts
+	return testkit.Parts(t, filepath.Join(out, PartsDir))
 }
 
 // TestRunResumeAfterKill simulates what kill -9 leaves at different
