@@ -48,33 +48,31 @@ func RelativePath(dir, path string) string {
 // WriteFileAtomic and WriteAtomic create: "." + name + ".tmp-" + random.
 const TmpMarker = ".tmp-"
 
-const (
-	partPrefix = "part-"
-	partSuffix = ".parquet"
-)
-
-// PartName returns the file name of part n.
-func PartName(n int) string { return fmt.Sprintf("%s%05d%s", partPrefix, n, partSuffix) }
-
-// Part is one committed part file.
-type Part struct {
-	N    int
-	Path string
+// Numbered is a family of numbered files in one directory: Prefix, the
+// number in at least five digits, then Suffix ("part-00003.parquet").
+type Numbered struct {
+	Prefix, Suffix string
 }
 
-// ListParts returns the parts in dir, in order; none when dir does not exist.
-func ListParts(dir string) ([]Part, error) {
+// Name returns the file name of number n.
+func (f Numbered) Name(n int) string { return fmt.Sprintf("%s%05d%s", f.Prefix, n, f.Suffix) }
+
+// List returns the regular files of the family in dir, in order of number;
+// none when dir does not exist. Names that only look alike (another
+// prefix or suffix, a number that is not a whole number from 0) are passed
+// over.
+func (f Numbered) List(dir string) ([]Part, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list parts: %w", err)
+		return nil, err
 	}
 	var parts []Part
 	for _, e := range entries {
-		num, ok := strings.CutPrefix(e.Name(), partPrefix)
-		num, ok2 := strings.CutSuffix(num, partSuffix)
+		num, ok := strings.CutPrefix(e.Name(), f.Prefix)
+		num, ok2 := strings.CutSuffix(num, f.Suffix)
 		if !ok || !ok2 || !e.Type().IsRegular() {
 			continue
 		}
@@ -85,6 +83,28 @@ func ListParts(dir string) ([]Part, error) {
 		parts = append(parts, Part{N: n, Path: filepath.Join(dir, e.Name())})
 	}
 	slices.SortFunc(parts, func(a, b Part) int { return a.N - b.N })
+	return parts, nil
+}
+
+// partFiles are the committed parts of a job.
+var partFiles = Numbered{Prefix: "part-", Suffix: ".parquet"}
+
+// PartName returns the file name of part n.
+func PartName(n int) string { return partFiles.Name(n) }
+
+// Part is one file of a Numbered family: for ListParts, one committed part
+// file.
+type Part struct {
+	N    int
+	Path string
+}
+
+// ListParts returns the parts in dir, in order; none when dir does not exist.
+func ListParts(dir string) ([]Part, error) {
+	parts, err := partFiles.List(dir)
+	if err != nil {
+		return nil, fmt.Errorf("list parts: %w", err)
+	}
 	return parts, nil
 }
 

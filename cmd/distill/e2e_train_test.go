@@ -17,6 +17,7 @@ import (
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/trainer"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -104,7 +105,7 @@ func TestRealTraining(t *testing.T) {
 	ds := &e2eRun{t: t, bin: bin, dir: dir, env: served, report: d.report}
 	qs := synth.Sample().Questions[:3]
 	ds.distill("rollout", "--limit", "3", "--judge-from", "judge", "--out", "ro-judge")
-	rows := checkTrajectories(t, filepath.Join(dir, "ro-judge", runner.TrajectoriesFile), questionIDs(qs))
+	rows := checkTrajectories(t, filepath.Join(dir, "ro-judge", runner.TrajectoriesFile), testkit.QuestionIDs(qs))
 	usable := 0
 	for _, r := range rows {
 		if r.JudgeModel != judge.AdapterName || r.Failure != "" {

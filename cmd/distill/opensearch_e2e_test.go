@@ -23,6 +23,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve/elastic/opensearchtest"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -135,7 +136,7 @@ func TestOpenSearchVectorsFromTheCommandLine(t *testing.T) {
 	}
 	run("index", "--dataset", "sample", "--out", "bm25")
 	run("rollout", "--index", "bm25,"+index+","+index+"?search=knn", "--out", "ro", "--limit", "10")
-	rows := checkTrajectories(t, filepath.Join(dir, "ro", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:10]))
+	rows := checkTrajectories(t, filepath.Join(dir, "ro", runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:10]))
 	if len(rows) == 0 || len(rows[len(rows)-1].Retrieved) == 0 {
 		t.Error("nothing retrieved through the hybrid of the node and a BM25 directory")
 	}
@@ -281,6 +282,6 @@ func TestOpenSearchRolloutClusterGoesAway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(qs))
+	checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), testkit.QuestionIDs(qs))
 	t.Logf("stopped the node at search %d; %d parts kept; resume finished: %s", 150, len(parts), strings.TrimSpace(r.stdout))
 }

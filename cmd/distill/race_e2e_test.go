@@ -13,6 +13,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/label"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -92,7 +93,7 @@ func cutParts(t *testing.T, done, dir, file string, keep int) {
 func TestE2ERacingWriters(t *testing.T) {
 	bin := binary(t)
 	dir := t.TempDir()
-	qs := questionIDs(synth.Sample().Questions[:30])
+	qs := testkit.QuestionIDs(synth.Sample().Questions[:30])
 	roArgs := []string{"rollout", "--policy", "fixed", "--limit", "30", "--checkpoint-questions", "3"}
 	ro := filepath.Join(dir, "ro")
 	if r := runBinary(t, nil, append(roArgs, "--out", ro)...); r.code != 0 {

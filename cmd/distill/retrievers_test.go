@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/elastic/elastictest"
@@ -68,7 +69,7 @@ func TestIndexKinds(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("rollout over a hybrid index: exit %d, stderr %q", r.code, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join("ro", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:30]))
+	rows := checkTrajectories(t, filepath.Join("ro", runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:30]))
 	if len(rows) == 0 || len(rows[len(rows)-1].Retrieved) == 0 {
 		t.Error("nothing retrieved through the hybrid index")
 	}

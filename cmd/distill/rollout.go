@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -406,17 +407,12 @@ func printRolloutReport(c *cli.Context, sum runner.Summary, out string) error {
 
 // rounds writes a histogram as "1: 12, 2: 30".
 func rounds(h map[int]int) string {
-	keys := make([]int, 0, len(h))
-	for k := range h {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%d: %d", k, h[k])
-	}
-	if len(parts) == 0 {
+	if len(h) == 0 {
 		return "-"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		parts = append(parts, fmt.Sprintf("%d: %d", k, h[k]))
 	}
 	return strings.Join(parts, ", ")
 }

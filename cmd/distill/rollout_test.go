@@ -34,14 +34,6 @@ func checkTrajectories(t *testing.T, path string, want []string) []data.State {
 	return rows
 }
 
-func questionIDs(qs []data.Question) []string {
-	ids := make([]string, len(qs))
-	for i, q := range qs {
-		ids[i] = q.ID
-	}
-	return ids
-}
-
 // TestRolloutSample runs `distill rollout` with no flags, as a new user
 // would: the bundled sample, built-in roles, the default output directory.
 func TestRolloutSample(t *testing.T) {
@@ -55,7 +47,7 @@ func TestRolloutSample(t *testing.T) {
 			t.Errorf("rollout output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	rows := checkTrajectories(t, filepath.Join(defaultSampleOut, runner.TrajectoriesFile), questionIDs(synth.Sample().Questions))
+	rows := checkTrajectories(t, filepath.Join(defaultSampleOut, runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions))
 	if rows[0].JudgeModel == "" || rows[0].JudgeTemplate == "" || rows[0].Question == "" {
 		t.Errorf("first row lacks provenance: %+v", rows[0])
 	}
@@ -164,7 +156,7 @@ func TestRolloutShardsAndMerge(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "120 questions (120 done, 0 failed)") {
 		t.Fatalf("merge: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join(merged, runner.TrajectoriesFile), questionIDs(qs[:120]))
+	rows := checkTrajectories(t, filepath.Join(merged, runner.TrajectoriesFile), testkit.QuestionIDs(qs[:120]))
 	for _, row := range rows {
 		if row.IsFinal && row.Round != 2 {
 			t.Fatalf("question %s: final at round %d, want 2 (fixed policy, --max-rounds 2)", row.QuestionID, row.Round)
@@ -238,7 +230,7 @@ func TestRolloutKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(qs))
+	checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), testkit.QuestionIDs(qs))
 	rep, err := runner.ReadReport(out)
 	if err != nil || rep.Resumes != 2 || rep.Counts.AlreadyDone == 0 {
 		t.Errorf("run.json after two resumes: resumes %d, already done %d, %v", rep.Resumes, rep.Counts.AlreadyDone, err)
@@ -280,7 +272,7 @@ func TestRolloutLLMRolesWithFaults(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:20]))
+	rows := checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:20]))
 	failed := 0
 	for _, row := range rows {
 		switch {
@@ -374,7 +366,7 @@ func TestSharedModelFlags(t *testing.T) {
 	if n := srv.Counts().Requests; n < 3*3 {
 		t.Errorf("server got %d requests, want at least one per role and question", n)
 	}
-	rows := checkTrajectories(t, filepath.Join("ro", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:3]))
+	rows := checkTrajectories(t, filepath.Join("ro", runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:3]))
 	for _, row := range rows {
 		if row.Failure != "" {
 			t.Errorf("question %s failed: %s", row.QuestionID, row.Failure)
@@ -421,7 +413,7 @@ func TestDeadServer(t *testing.T) {
 	if r := roll(srv.URL(), "--limit", "60", "--resume"); r.code != 0 {
 		t.Fatalf("resumed against a live server: exit %d, stderr %q", r.code, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:60]))
+	rows := checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:60]))
 	for _, row := range rows {
 		if row.Failure != "" {
 			t.Fatalf("question %s still failed after the resume: %s", row.QuestionID, row.Failure)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,12 +88,12 @@ serve it and to use it as the judge.`,
 			{
 				Name: "status", Usage: "show a training job recorded in DIR", ArgsUsage: "DIR",
 				Flags:  backendFlags(),
-				Action: trainStatusAction,
+				Action: trainJobAction(finetune.Backend.Status),
 			},
 			{
 				Name: "cancel", Usage: "cancel the training job recorded in DIR (idempotent)", ArgsUsage: "DIR",
 				Flags:  backendFlags(),
-				Action: trainCancelAction,
+				Action: trainJobAction(finetune.Backend.Cancel),
 			},
 		},
 	})
@@ -415,14 +417,9 @@ func chatTemplateError(job finetune.Job, st finetune.State, h judge.Handback) er
 }
 
 func metricsText(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + " " + strconv.FormatFloat(m[k], 'g', 4, 64)
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, k+" "+strconv.FormatFloat(m[k], 'g', 4, 64))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -446,37 +443,26 @@ func printExport(c *cli.Context, s finetune.ExportSummary, out string) error {
 	})
 }
 
-func trainStatusAction(c *cli.Context) error {
-	rec, b, err := recordedJob(c)
-	if err != nil {
-		return err
+// trainJobAction is the action of a subcommand that applies op (the
+// backend's Status or Cancel) to the job recorded in its DIR argument,
+// records the state op returns and prints it.
+func trainJobAction(op func(b finetune.Backend, ctx context.Context, job finetune.Job, st finetune.State) (finetune.State, error)) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		rec, b, err := recordedJob(c)
+		if err != nil {
+			return err
+		}
+		st, err := op(b, c.Context, rec.Job, rec.State)
+		if err != nil {
+			return err
+		}
+		if err := finetune.SaveRecord(rec.Job.Dir, finetune.Record{Job: rec.Job, State: st}); err != nil {
+			return err
+		}
+		return printJob(c, rec.Job, st)
 	}
-	st, err := b.Status(c.Context, rec.Job, rec.State)
-	if err != nil {
-		return err
-	}
-	if err := finetune.SaveRecord(rec.Job.Dir, finetune.Record{Job: rec.Job, State: st}); err != nil {
-		return err
-	}
-	return printJob(c, rec.Job, st)
 }
 
-func trainCancelAction(c *cli.Context) error {
-	rec, b, err := recordedJob(c)
-	if err != nil {
-		return err
-	}
-	st, err := b.Cancel(c.Context, rec.Job, rec.State)
-	if err != nil {
-		return err
-	}
-	if err := finetune.SaveRecord(rec.Job.Dir, finetune.Record{Job: rec.Job, State: st}); err != nil {
-		return err
-	}
-	return printJob(c, rec.Job, st)
-}
-
-// recordedJob reads the job of the DIR argument and its backend.
 func recordedJob(c *cli.Context) (finetune.Record, finetune.Backend, error) {
 	if err := rejectFlagsAfterArgs(c); err != nil {
 		return finetune.Record{}, nil, err

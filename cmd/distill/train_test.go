@@ -12,6 +12,7 @@ import (
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/gguf"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -63,7 +64,7 @@ func TestTrainBuiltinChain(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("rollout with the trained judge: exit %d, stderr %q", r.code, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:40]))
+	rows := checkTrajectories(t, filepath.Join("ro-trained", runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:40]))
 	if !strings.HasPrefix(rows[0].JudgeModel, judge.LinearPrefix) {
 		t.Errorf("judge model %q, want the trained judge", rows[0].JudgeModel)
 	}
@@ -320,7 +321,7 @@ func TestRolloutJudgeFrom(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("served adapter: exit %d, stderr %q", r.code, r.stderr)
 	}
-	rows := checkTrajectories(t, filepath.Join("served", runner.TrajectoriesFile), questionIDs(synth.Sample().Questions[:3]))
+	rows := checkTrajectories(t, filepath.Join("served", runner.TrajectoriesFile), testkit.QuestionIDs(synth.Sample().Questions[:3]))
 	if rows[0].JudgeModel != judge.AdapterName {
 		t.Errorf("judge model %q, want %q", rows[0].JudgeModel, judge.AdapterName)
 	}

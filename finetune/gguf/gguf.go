@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 )
@@ -232,11 +233,7 @@ func (rd *reader) skip(typ uint32, depth int) {
 // given, in key order, and no tensors: a stand-in for a model file where
 // only its metadata matters (tests of what reads it).
 func Header(meta map[string]string) []byte {
-	keys := make([]string, 0, len(meta))
-	for k := range meta {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(meta))
 	b := []byte("GGUF")
 	b = binary.LittleEndian.AppendUint32(b, 3)
 	b = binary.LittleEndian.AppendUint64(b, 0)

@@ -20,6 +20,24 @@ import (
 	"github.com/distill-rag/distill/llm/llmtest"
 )
 
+// serve starts a fake OpenAI server that is closed when the test ends.
+func serve(t *testing.T, opts llmtest.Options) *llmtest.Server {
+	t.Helper()
+	s := llmtest.NewServer(opts)
+	t.Cleanup(s.Close)
+	return s
+}
+
+// submit submits job, failing the test if it cannot.
+func submit(t *testing.T, b *Backend, job finetune.Job) finetune.State {
+	t.Helper()
+	st, err := b.Submit(t.Context(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
 // newBackend returns a backend for s that retries at once.
 func newBackend(t *testing.T, s *llmtest.Server, key string) *Backend {
 	t.Helper()
@@ -71,8 +89,7 @@ func follow(t *testing.T, b *Backend, job finetune.Job, st finetune.State) finet
 }
 
 func TestConformance(t *testing.T) {
-	s := llmtest.NewServer(llmtest.Options{})
-	defer s.Close()
+	s := serve(t, llmtest.Options{})
 	finetunetest.Run(t, finetunetest.Harness{
 		New: func(t *testing.T) finetune.Backend { return newBackend(t, s, "") },
 		Job: func(t *testing.T, sc finetunetest.Scenario) finetune.Job {
@@ -120,18 +137,14 @@ func serverMessages(info llmtest.FineTuneInfo) []string {
 func TestLogAndMetrics(t *testing.T) {
 	for _, page := range []int{eventPage, 2} {
 		t.Run(fmt.Sprintf("page %d", page), func(t *testing.T) {
-			s := llmtest.NewServer(llmtest.Options{FineTunePolls: 3})
-			defer s.Close()
+			s := serve(t, llmtest.Options{FineTunePolls: 3})
 			b := newBackend(t, s, "")
 			b.pageSize = page
 			job := newJob(t, "gpt-4o-mini-2024-07-18", true)
 			job.Hyper.BatchSize, job.Hyper.GradAccum = 1, 1 // 20 steps an epoch
-			st, err := b.Submit(t.Context(), job)
-			if err != nil {
-				t.Fatal(err)
-			}
+			st := submit(t, b, job)
 			var seen []finetune.State
-			st, err = finetune.Follow(t.Context(), b, job, st, finetune.FollowOptions{
+			st, err := finetune.Follow(t.Context(), b, job, st, finetune.FollowOptions{
 				Interval: time.Millisecond, OnUpdate: func(s finetune.State) { seen = append(seen, s) }})
 			if err != nil {
 				t.Fatal(err)
@@ -199,8 +212,7 @@ func TestFollowSurvivesFaults(t *testing.T) {
 		llmtest.Hang, llmtest.Truncated, llmtest.None, // job
 		llmtest.RateLimited, llmtest.Malformed, llmtest.None, // events
 	}
-	s := llmtest.NewServer(llmtest.Options{Script: script, Seed: 7, ServerError: 0.1, RateLimited: 0.1, Malformed: 0.05})
-	defer s.Close()
+	s := serve(t, llmtest.Options{Script: script, Seed: 7, ServerError: 0.1, RateLimited: 0.1, Malformed: 0.05})
 	b, err := New(Config{BaseURL: s.URL(), HTTPClient: s.Client(), Timeout: 200 * time.Millisecond,
 		Retry: llm.RetryOptions{MaxAttempts: 8, BaseDelay: time.Millisecond, MaxDelay: 5 * time.Millisecond}})
 	if err != nil {
@@ -271,8 +283,7 @@ func TestRequestBody(t *testing.T) {
 }
 
 func TestExtraReachesServer(t *testing.T) {
-	s := llmtest.NewServer(llmtest.Options{})
-	defer s.Close()
+	s := serve(t, llmtest.Options{})
 	b := newBackend(t, s, "")
 	job := newJob(t, "gpt-4o-mini-2024-07-18", true)
 	job.Extra = map[string]any{
@@ -280,9 +291,7 @@ func TestExtraReachesServer(t *testing.T) {
 		"integrations":             []any{map[string]any{"type": "wandb", "wandb": map[string]any{"project": "distill"}}},
 		"metadata":                 map[string]any{"template": "abc"},
 	}
-	if _, err := b.Submit(t.Context(), job); err != nil {
-		t.Fatal(err)
-	}
+	submit(t, b, job)
 	info := s.FineTuneJobs()[0]
 	got := settings{info.Model, info.Suffix, info.Seed, info.NEpochs, info.BatchSize, info.LearningRateMultiplier, info.ValidationFile != ""}
 	want := settings{"gpt-4o-mini-2024-07-18", "s2g-judge", 42, 3, 16, 0.5, true}
@@ -308,8 +317,7 @@ type settings struct {
 }
 
 func TestAuth(t *testing.T) {
-	s := llmtest.NewServer(llmtest.Options{APIKey: "sk-right"})
-	defer s.Close()
+	s := serve(t, llmtest.Options{APIKey: "sk-right"})
 	job := newJob(t, "gpt-4o-mini-2024-07-18", false)
 	_, err := newBackend(t, s, "sk-wrong").Submit(t.Context(), job)
 	if !errors.Is(err, llm.ErrAuth) {
@@ -332,14 +340,10 @@ func TestAuth(t *testing.T) {
 }
 
 func TestCancelJobThatEnded(t *testing.T) {
-	s := llmtest.NewServer(llmtest.Options{})
-	defer s.Close()
+	s := serve(t, llmtest.Options{})
 	b := newBackend(t, s, "")
 	job := newJob(t, "gpt-4o-mini-2024-07-18", false)
-	submitted, err := b.Submit(t.Context(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
+	submitted := submit(t, b, job)
 	done := follow(t, b, job, submitted)
 	// Another process still holds the state from before the end.
 	got, err := newBackend(t, s, "").Cancel(t.Context(), job, submitted)
@@ -358,14 +362,10 @@ func TestCancelJobThatEnded(t *testing.T) {
 }
 
 func TestFailedJobMessage(t *testing.T) {
-	s := llmtest.NewServer(llmtest.Options{})
-	defer s.Close()
+	s := serve(t, llmtest.Options{})
 	b := newBackend(t, s, "")
 	job := newJob(t, "fail-model", false)
-	st, err := b.Submit(t.Context(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := submit(t, b, job)
 	st = follow(t, b, job, st)
 	if st.Status != finetune.StatusFailed || !strings.HasPrefix(st.Message, "invalid_training_file: ") || st.FinishedAt.IsZero() {
 		t.Errorf("got %s %q finished %v, want failed with the code and message", st.Status, st.Message, st.FinishedAt)
@@ -373,8 +373,7 @@ func TestFailedJobMessage(t *testing.T) {
 }
 
 func TestSubmitRefusesIncompleteJobs(t *testing.T) {
-	s := llmtest.NewServer(llmtest.Options{})
-	defer s.Close()
+	s := serve(t, llmtest.Options{})
 	b := newBackend(t, s, "")
 	for name, edit := range map[string]func(*finetune.Job){
 		"no base model":      func(j *finetune.Job) { j.BaseModel = "" },
@@ -403,14 +402,11 @@ func TestCancelSurvivesLostAnswer(t *testing.T) {
 	// cancelled.
 	script := make([]llmtest.Fault, 7)
 	script[6] = llmtest.Malformed
-	s := llmtest.NewServer(llmtest.Options{Script: script})
-	defer s.Close()
+	s := serve(t, llmtest.Options{Script: script})
 	b := newBackend(t, s, "")
 	job := newJob(t, "slow-model", false)
-	st, err := b.Submit(t.Context(), job)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := submit(t, b, job)
+	var err error
 	for range 2 {
 		if st, err = b.Status(t.Context(), job, st); err != nil {
 			t.Fatal(err)

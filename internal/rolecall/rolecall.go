@@ -60,3 +60,36 @@ func Error(ctx context.Context, role string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", role, err)
 }
+
+// JSONCall is one call of a role that answers in a strict JSON Schema.
+type JSONCall struct {
+	// Role names the role in errors ("llm judge").
+	Role string
+	// Model is recorded when the server names none; Hash is the prompt
+	// template's hash.
+	Model, Hash string
+	Prompt      data.Prompt
+	Schema      llm.Schema
+	MaxTokens   int
+}
+
+// DecodeJSON asks c for a greedy answer to q.Prompt in q.Schema and
+// decodes it into v with llm.DecodeJSON (which asks once more when the
+// answer is unusable). It returns the record of the call, with ParseError
+// set when the answer could not be decoded (v is then untouched), or the
+// role's error (Error) when the call failed.
+func DecodeJSON(ctx context.Context, c llm.Chatter, q JSONCall, v any) (data.Call, error) {
+	s := q.Schema
+	req := llm.Request{
+		Messages:    Messages(q.Prompt),
+		Temperature: 0,
+		MaxTokens:   q.MaxTokens,
+		Schema:      &s,
+	}
+	resp, err := llm.DecodeJSON(ctx, c, req, v)
+	call, err := Decoded(resp, err, q.Model, q.Hash)
+	if err != nil {
+		return data.Call{}, Error(ctx, q.Role, err)
+	}
+	return call, nil
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 )
 
@@ -242,9 +243,5 @@ func failedIn(t *testing.T, dir string) map[string]string {
 
 func partsOf(t *testing.T, dir string) []data.Part {
 	t.Helper()
-	parts, err := data.ListParts(filepath.Join(dir, PartsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parts
+	return testkit.Parts(t, filepath.Join(dir, PartsDir))
 }

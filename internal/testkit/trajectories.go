@@ -7,6 +7,27 @@ import (
 	"github.com/distill-rag/distill/data"
 )
 
+// Parts returns the committed parts in dir (data.ListParts), failing the
+// test if they cannot be listed.
+func Parts(t testing.TB, dir string) []data.Part {
+	t.Helper()
+	parts, err := data.ListParts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parts
+}
+
+// QuestionIDs returns the ids of qs, in order: the want of
+// CheckTrajectories for a run over qs.
+func QuestionIDs(qs []data.Question) []string {
+	ids := make([]string, len(qs))
+	for i, q := range qs {
+		ids[i] = q.ID
+	}
+	return ids
+}
+
 // CheckTrajectories checks the rows of a rollout's trajectories: each
 // question of want exactly once, in contiguous rows numbered from round 0,
 // the last one final, and a failure row only last (after the states a

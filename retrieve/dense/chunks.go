@@ -3,14 +3,11 @@ package dense
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve/internal/raw"
@@ -33,12 +30,9 @@ import (
 //
 // It is written to a temporary name and renamed, so a chunk that exists is
 // whole; the hash ties it to the corpus it was embedded from.
-const (
-	chunkPrefix = "chunk-"
-	chunkSuffix = ".f32"
-)
+var checkpointFiles = data.Numbered{Prefix: "chunk-", Suffix: ".f32"}
 
-func chunkName(n int) string { return fmt.Sprintf("%s%05d%s", chunkPrefix, n, chunkSuffix) }
+func chunkName(n int) string { return checkpointFiles.Name(n) }
 
 type chunkHead struct {
 	dim          uint32
@@ -78,23 +72,13 @@ func decodeChunkHead(b []byte) (chunkHead, error) {
 
 // listChunks returns the checkpoint files in dir by chunk number.
 func listChunks(dir string) (map[int]string, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
+	files, err := checkpointFiles.List(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list checkpoints: %w", err)
 	}
-	out := make(map[int]string)
-	for _, e := range entries {
-		num, ok := strings.CutPrefix(e.Name(), chunkPrefix)
-		num, ok2 := strings.CutSuffix(num, chunkSuffix)
-		if !ok || !ok2 || !e.Type().IsRegular() {
-			continue
-		}
-		if n, err := strconv.Atoi(num); err == nil && n >= 0 {
-			out[n] = filepath.Join(dir, e.Name())
-		}
+	out := make(map[int]string, len(files))
+	for _, f := range files {
+		out[f.N] = f.Path
 	}
 	return out, nil
 }

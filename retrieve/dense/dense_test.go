@@ -165,7 +165,7 @@ func TestBuildWithServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(hits) != 3 || hits[0].ID != corpus[9].ID || math.Abs(hits[0].Score-1) > 1e-5 {
-		t.Errorf("search by passage 9's vector: got %v, want it first with score 1", hitIDs(hits))
+		t.Errorf("search by passage 9's vector: got %v, want it first with score 1", retrievetest.HitIDs(hits))
 	}
 	if diff := cmp.Diff(corpus[9], hits[0].Passage); diff != "" {
 		t.Errorf("hit passage (-want +got):\n%s", diff)
@@ -589,7 +589,7 @@ func TestZeroVectors(t *testing.T) {
 	x := open(t, dir, OpenOptions{Embedder: emb})
 	hits, err := x.Search(context.Background(), retrieve.Query{Text: "Article 3", K: 5})
 	if err != nil || len(hits) != 5 || hits[0].ID != corpus[3].ID || hits[4].ID != corpus[1].ID || hits[4].Score != 0 {
-		t.Errorf("got %v (%v), want passage 3 first and the zero vector last with score 0", hitIDs(hits), err)
+		t.Errorf("got %v (%v), want passage 3 first and the zero vector last with score 0", retrievetest.HitIDs(hits), err)
 	}
 }
 
@@ -791,7 +791,7 @@ func TestPrecisionsAgree(t *testing.T) {
 		maxErr := 0.0
 		for i, want := range results[Float32] {
 			got := results[prec][i]
-			overlap += float64(len(intersect(hitIDs(want), hitIDs(got)))) / 10
+			overlap += float64(len(intersect(retrievetest.HitIDs(want), retrievetest.HitIDs(got)))) / 10
 			if got[0].ID == want[0].ID {
 				top1++
 				maxErr = max(maxErr, math.Abs(got[0].Score-want[0].Score))
@@ -872,7 +872,7 @@ func TestIVFRecall(t *testing.T) {
 func recall(want, got [][]retrieve.Hit) float64 {
 	var found, total int
 	for i := range want {
-		found += len(intersect(hitIDs(want[i]), hitIDs(got[i])))
+		found += len(intersect(retrievetest.HitIDs(want[i]), retrievetest.HitIDs(got[i])))
 		total += len(want[i])
 	}
 	return float64(found) / float64(total)
@@ -907,7 +907,7 @@ func TestIVFProbesFurther(t *testing.T) {
 		if want := min(k, n-len(exclude)); len(hits) != want {
 			t.Errorf("k=%d: got %d hits, want %d", k, len(hits), want)
 		}
-		if len(intersect(hitIDs(hits), exclude)) != 0 {
+		if len(intersect(retrievetest.HitIDs(hits), exclude)) != 0 {
 			t.Error("excluded rows returned")
 		}
 	}

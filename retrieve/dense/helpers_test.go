@@ -15,7 +15,6 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
-	"github.com/distill-rag/distill/retrieve"
 )
 
 // bagEmbedder is a stand-in for an embedding model whose vectors carry
@@ -210,12 +209,4 @@ func textCorpus(n int) []data.Passage {
 		ps[i] = p
 	}
 	return ps
-}
-
-func hitIDs(hits []retrieve.Hit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.ID
-	}
-	return out
 }

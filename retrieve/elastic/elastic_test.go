@@ -540,7 +540,7 @@ func TestKNN(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(hitIDs(want), hitIDs(got)); diff != "" {
+			if diff := cmp.Diff(retrievetest.HitIDs(want), retrievetest.HitIDs(got)); diff != "" {
 				t.Errorf("exact hits (-kNN +exact):\n%s", diff)
 			}
 			if body, _ := lastSearch(t, s); body["query"].(map[string]any)["script_score"] == nil {
@@ -581,7 +581,7 @@ func TestKNNByAddress(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(hits) != 5 || (hits[0].ID != corpus[7].ID && hits[0].ID != corpus[9].ID) {
-			t.Errorf("%s: got %v, want a marked passage first", search, hitIDs(hits))
+			t.Errorf("%s: got %v, want a marked passage first", search, retrievetest.HitIDs(hits))
 		}
 		if in := emb.inputs(); in[len(in)-1] != "query: zq7xv zq9xv" {
 			t.Errorf("%s: query embedded as %q, want the recorded prefix", search, in[len(in)-1])
@@ -592,8 +592,8 @@ func TestKNNByAddress(t *testing.T) {
 			t.Errorf("%s: sent %v", search, body)
 		}
 		if first == nil {
-			first = hitIDs(hits)
-		} else if diff := cmp.Diff(first, hitIDs(hits)); diff != "" {
+			first = retrievetest.HitIDs(hits)
+		} else if diff := cmp.Diff(first, retrievetest.HitIDs(hits)); diff != "" {
 			t.Errorf("exact against kNN (-knn +exact):\n%s", diff)
 		}
 	}
@@ -616,14 +616,6 @@ func TestKNNByAddress(t *testing.T) {
 	if _, err := elastic.Open(ctx, c, elastic.OpenOptions{}); err == nil || !strings.Contains(err.Error(), "e5-small") {
 		t.Errorf("kNN without EmbedderFor: %v, want an error naming the model", err)
 	}
-}
-
-func hitIDs(hits []retrieve.Hit) []string {
-	ids := make([]string, len(hits))
-	for i, h := range hits {
-		ids[i] = h.ID
-	}
-	return ids
 }
 
 func TestFlavourMapping(t *testing.T) {

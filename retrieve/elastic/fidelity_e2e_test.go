@@ -17,6 +17,7 @@ import (
 	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
 	"github.com/distill-rag/distill/retrieve/elastic"
 	"github.com/distill-rag/distill/retrieve/elastic/opensearchtest"
+	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 // fidelityQueries are the questions of the slice, then the first
@@ -57,7 +58,7 @@ func runAll(t *testing.T, r retrieve.Retriever, queries []string) ([][]string, f
 		if err != nil {
 			t.Fatalf("query %d %q: %v", i, q, err)
 		}
-		out[i] = hitIDs(hits)
+		out[i] = retrievetest.HitIDs(hits)
 	}
 	return out, float64(len(queries)) / time.Since(start).Seconds()
 }

@@ -304,7 +304,7 @@ func TestNodeKNN(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(hits) != 3 || hits[0].ID != corpus[7].ID {
-		t.Fatalf("got %v, want 3 hits, %s first", hitIDs(hits), corpus[7].ID)
+		t.Fatalf("got %v, want 3 hits, %s first", retrievetest.HitIDs(hits), corpus[7].ID)
 	}
 	if diff := cmp.Diff(corpus[7], hits[0].Passage); diff != "" {
 		t.Errorf("hit is not the whole passage (-want +got):\n%s", diff)
@@ -352,7 +352,7 @@ func TestNodeKNN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(hitIDs(want), hitIDs(got)); diff != "" {
+		if diff := cmp.Diff(retrievetest.HitIDs(want), retrievetest.HitIDs(got)); diff != "" {
 			t.Errorf("%q: hybrid on the node against in-process BM25 + node kNN (-want +got):\n%s", text, diff)
 		}
 	}

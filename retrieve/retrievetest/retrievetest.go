@@ -85,7 +85,7 @@ func Run(t *testing.T, open Open) {
 		for i, p := range corpus {
 			hits := search(t, retrieve.Query{Text: fmt.Sprintf("marker zq%dxv", i), K: 3})
 			if len(hits) == 0 || hits[0].ID != p.ID {
-				t.Errorf("query for passage %d: got %v, want %s first", i, ids(hits), p.ID)
+				t.Errorf("query for passage %d: got %v, want %s first", i, HitIDs(hits), p.ID)
 			}
 		}
 	})
@@ -94,7 +94,7 @@ func Run(t *testing.T, open Open) {
 		p := corpus[7]
 		hits := search(t, retrieve.Query{Text: "Orvel 7", K: 1})
 		if len(hits) != 1 || hits[0].ID != p.ID {
-			t.Errorf("title query: got %v, want [%s]", ids(hits), p.ID)
+			t.Errorf("title query: got %v, want [%s]", HitIDs(hits), p.ID)
 		}
 	})
 
@@ -120,7 +120,7 @@ func Run(t *testing.T, open Open) {
 				want = append(want, h.ID)
 			}
 		}
-		if diff := cmp.Diff(want[:6], ids(got)); diff != "" {
+		if diff := cmp.Diff(want[:6], HitIDs(got)); diff != "" {
 			t.Errorf("excluded search differs from the full ranking without the excluded ids (-want +got):\n%s", diff)
 		}
 		if diff := cmp.Diff(excludeCopy, exclude); diff != "" {
@@ -250,14 +250,6 @@ func checkHits(t *testing.T, q retrieve.Query, hits []retrieve.Hit, byID map[str
 	}
 }
 
-func ids(hits []retrieve.Hit) []string {
-	out := make([]string, len(hits))
-	for i, h := range hits {
-		out[i] = h.ID
-	}
-	return out
-}
-
 // FailingSource is a passage source that yields its passages, then an
 // error: a corpus whose reading fails, for the builds and loads of the
 // tests.
@@ -278,4 +270,13 @@ func (f *FailingSource) Next() (data.Passage, error) {
 		return p, f.err
 	}
 	return p, err
+}
+
+// HitIDs returns the document ids of hits, in rank order.
+func HitIDs(hits []retrieve.Hit) []string {
+	out := make([]string, len(hits))
+	for i, h := range hits {
+		out[i] = h.ID
+	}
+	return out
 }

@@ -143,14 +143,6 @@ func makeQuestions(n int, fail func(i int) int) []data.Question {
 	return qs
 }
 
-func ids(qs []data.Question) []string {
-	out := make([]string, len(qs))
-	for i, q := range qs {
-		out[i] = q.ID
-	}
-	return out
-}
-
 // checkOutput reads DIR/trajectories.parquet and checks that it holds each
 // of want exactly once: contiguous rows, rounds 0..n, one final row last,
 // or one failure row with a reason. It returns the rows by question id.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/stage"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
 )
@@ -68,7 +69,7 @@ func TestShardsThenMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOutput(t, out, ids(qs))
+	checkOutput(t, out, testkit.QuestionIDs(qs))
 	onDisk, err := ReadReport(out)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/stage"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
@@ -62,7 +63,7 @@ func TestRunWritesEveryQuestionOnce(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			by := checkOutput(t, out, ids(qs))
+			by := checkOutput(t, out, testkit.QuestionIDs(qs))
 			wantFailed := 0
 			for i, q := range qs {
 				if tt.fail != nil && tt.fail(i) >= 0 {
@@ -179,10 +180,10 @@ func TestRunLimitAndDuplicates(t *testing.T) {
 		want  []string
 		dups  int
 	}{
-		{0, ids(qs), 2},
-		{5, ids(qs[:5]), 0},
-		{6, ids(qs[:6]), 2},
-		{100, ids(qs), 2},
+		{0, testkit.QuestionIDs(qs), 2},
+		{5, testkit.QuestionIDs(qs[:5]), 0},
+		{6, testkit.QuestionIDs(qs[:6]), 2},
+		{100, testkit.QuestionIDs(qs), 2},
 	}
 	for _, tt := range tests {
 		out := t.TempDir()
@@ -226,7 +227,7 @@ func TestRunSystemicErrorStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkOutput(t, out, ids(qs))
+	checkOutput(t, out, testkit.QuestionIDs(qs))
 	if sum.Counts.AlreadyDone != 30 || sum.Resumes != 1 {
 		t.Errorf("resume: already done %d (want 30: every question before the broken one), resumes %d", sum.Counts.AlreadyDone, sum.Resumes)
 	}
@@ -288,7 +289,7 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 			if err != nil {
 				t.Fatalf("stop after %d, %d workers: resume: %v", stopAfter, workers, err)
 			}
-			checkOutput(t, out, ids(qs))
+			checkOutput(t, out, testkit.QuestionIDs(qs))
 			if sum.Counts.AlreadyDone+sum.Counts.Run.Done+sum.Counts.Run.Failed != len(qs) {
 				t.Errorf("stop after %d: already done %d + run %+v != %d", stopAfter, sum.Counts.AlreadyDone, sum.Counts.Run, len(qs))
 			}
@@ -306,11 +307,7 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 
 func mustParts(t *testing.T, out string) []data.Part {
 	t.Helper()
-	parts, err := data.ListParts(filepath.Join(out, PartsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parts
+	return testkit.Parts(t, filepath.Join(out, PartsDir))
 }
 
 // TestRunResumeAfterKill simulates what kill -9 leaves at different
@@ -352,7 +349,7 @@ func TestRunResumeAfterKill(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			by := checkOutput(t, out, ids(qs))
+			by := checkOutput(t, out, testkit.QuestionIDs(qs))
 			// The ids of the kept parts have their original rows.
 			if sum.Counts.AlreadyDone != kept || sum.Counts.Run.Done != len(qs)-kept {
 				t.Errorf("already done %d, run %d; want %d and %d", sum.Counts.AlreadyDone, sum.Counts.Run.Done, kept, len(qs)-kept)
@@ -407,7 +404,7 @@ func TestRunRefusesToMixRuns(t *testing.T) {
 	if err != nil || sum.Counts.AlreadyDone != 20 || sum.Counts.Run.Done != 0 {
 		t.Fatalf("resume of a finished run: %+v, %v", sum.Counts, err)
 	}
-	checkOutput(t, out, ids(qs))
+	checkOutput(t, out, testkit.QuestionIDs(qs))
 }
 
 func TestRunOptionErrors(t *testing.T) {
@@ -521,7 +518,7 @@ func TestRunSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	by := checkOutput(t, out, ids(w.Questions))
+	by := checkOutput(t, out, testkit.QuestionIDs(w.Questions))
 	if sum.Counts.Output.Failed != 0 || sum.Counts.Output.Parts != 4 {
 		t.Errorf("counts %+v", sum.Counts.Output)
 	}
@@ -590,7 +587,7 @@ func TestRunFailedQuestions(t *testing.T) {
 		if _, err := Run(t.Context(), opts); err != nil {
 			t.Fatal(err)
 		}
-		by := checkOutput(t, out, ids(qs))
+		by := checkOutput(t, out, testkit.QuestionIDs(qs))
 		for id := range failed {
 			rows := by[id]
 			if len(rows) != 3 || rows[2].Failure == "" || rows[0].JudgeOutput == "" || rows[1].Context == "" {
@@ -605,7 +602,7 @@ func TestRunFailedQuestions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		by = checkOutput(t, out, ids(qs))
+		by = checkOutput(t, out, testkit.QuestionIDs(qs))
 		stillFailed := 0
 		for id := range failed {
 			if by[id][len(by[id])-1].Failure != "" {
