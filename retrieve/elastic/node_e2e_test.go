@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
@@ -66,15 +67,7 @@ func nodeCall(t testing.TB, n *opensearchtest.Node, method, path string, body an
 	if n.Username != "" {
 		req.SetBasicAuth(n.Username, n.Password)
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, b := testkit.Do(t, http.DefaultClient, req)
 	if res.StatusCode/100 != 2 {
 		t.Fatalf("%s %s: status %d: %s", method, path, res.StatusCode, b)
 	}
