@@ -54,6 +54,17 @@ func readLabels(t *testing.T, path string) []data.Label {
 	return ls
 }
 
+// runLabels runs opts to the end and returns the summary and the labels
+// (readLabels), failing the test if the run fails.
+func runLabels(t *testing.T, opts Options) (Summary, []data.Label) {
+	t.Helper()
+	sum, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum, readLabels(t, sum.Labels)
+}
+
 // stateCount counts the states (rows of questions that did not fail) of a
 // trajectories file.
 func stateCount(t *testing.T, path string) int {
