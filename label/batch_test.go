@@ -102,7 +102,7 @@ func TestBatchResubmitsFailures(t *testing.T) {
 	if bs[1].Lines != bs[0].Failed || bs[1].Lines < 40 {
 		t.Errorf("second batch has %d lines, want the %d that failed", bs[1].Lines, bs[0].Failed)
 	}
-	ls := readLabels(t, sum.Labels)
+	ls := testkit.Labels(t, sum.Labels)
 	if len(ls) != 100 {
 		t.Fatalf("%d labels", len(ls))
 	}

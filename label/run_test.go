@@ -359,7 +359,7 @@ func TestShardsAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls := readLabels(t, filepath.Join(dir, "all", LabelsFile)); len(ls) != states || rep.Counts.Output.States != states {
+	if ls := testkit.Labels(t, filepath.Join(dir, "all", LabelsFile)); len(ls) != states || rep.Counts.Output.States != states {
 		t.Errorf("merged %d labels (report %d), want %d", len(ls), rep.Counts.Output.States, states)
 	}
 	if _, err := Merge(t.Context(), filepath.Join(dir, "twice"), []string{outs[0], outs[0]}); !errors.Is(err, ErrMismatch) {
