@@ -1,7 +1,6 @@
 package data
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,17 +80,7 @@ func readPassages(t *testing.T, path string, format CorpusFormat) []Passage {
 		t.Fatalf("OpenCorpus: %v", err)
 	}
 	defer r.Close()
-	var out []Passage
-	for {
-		p, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
-		out = append(out, p)
-	}
+	return readAll(t, r)
 }
 
 func TestOpenCorpus(t *testing.T) {

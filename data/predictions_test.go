@@ -1,7 +1,6 @@
 package data
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,17 +29,7 @@ func TestPredictionReader(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer r.Close()
-			var got []Prediction
-			for {
-				p, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, p)
-			}
+			got := readAll(t, r)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("predictions mismatch (-want +got):\n%s", diff)
 			}

@@ -231,17 +231,8 @@ func readExamples(t *testing.T, path string, format QuestionFormat, opts ...Ques
 		t.Fatalf("OpenQuestions: %v", err)
 	}
 	defer r.Close()
-	var out []Example
-	for {
-		ex, err := r.Next()
-		if err == io.EOF {
-			return out, r.Stats()
-		}
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
-		out = append(out, ex)
-	}
+	out := readAll(t, r)
+	return out, r.Stats()
 }
 
 // The context paragraphs of testdata/hotpotqa_fullwiki.json's first record.

@@ -14,6 +14,23 @@ import (
 // testReaderConformance: bad records, files that do not open, format
 // names, fuzzing.
 
+// readAll reads r to io.EOF and returns the records, failing the test on
+// any other error.
+func readAll[T any](t *testing.T, r interface{ Next() (T, error) }) []T {
+	t.Helper()
+	var out []T
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		out = append(out, rec)
+	}
+}
+
 // testBadRecords reads path with open and checks the outcome of every
 // call of Next until io.EOF or a fatal error (id names a record read), and
 // the reader's stats then. A file that does not open has one outcome, its

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -153,53 +154,56 @@ func blankLine(text string, i int) (next int, ok bool) {
 	return 0, false
 }
 
+// The marks the splitter looks for.
+var (
+	terminalMarks = newMarkSet(".!?…")
+	closerMarks   = newMarkSet("\"')]}’”»")
+	openerMarks   = newMarkSet("\"'([{‘“«¡¿")
+)
+
 // terminalLen returns the byte length of the terminal punctuation mark at i,
 // or 0 when there is none.
-func terminalLen(text string, i int) int {
-	switch text[i] {
-	case '.', '!', '?':
-		return 1
-	case 0xE2:
-		if len(text) >= i+3 && text[i+1] == 0x80 && text[i+2] == 0xA6 { // …
-			return 3
-		}
-	}
-	return 0
-}
+func terminalLen(text string, i int) int { return terminalMarks.len(text, i) }
 
 // closerLen returns the byte length of the closing quote or bracket at i, or 0.
-func closerLen(text string, i int) int {
-	switch text[i] {
-	case '"', '\'', ')', ']', '}':
-		return 1
-	case 0xE2: // ’ ”
-		if len(text) >= i+3 && text[i+1] == 0x80 && (text[i+2] == 0x99 || text[i+2] == 0x9D) {
-			return 3
-		}
-	case 0xC2: // »
-		if len(text) >= i+2 && text[i+1] == 0xBB {
-			return 2
-		}
-	}
-	return 0
-}
+func closerLen(text string, i int) int { return closerMarks.len(text, i) }
 
 // openerLen returns the byte length of the opening quote, bracket or
 // inverted mark at i, or 0.
-func openerLen(text string, i int) int {
-	switch text[i] {
-	case '"', '\'', '(', '[', '{':
-		return 1
-	case 0xE2: // ‘ “
-		if len(text) >= i+3 && text[i+1] == 0x80 && (text[i+2] == 0x98 || text[i+2] == 0x9C) {
-			return 3
-		}
-	case 0xC2: // « ¡ ¿
-		if len(text) >= i+2 && (text[i+1] == 0xAB || text[i+1] == 0xA1 || text[i+1] == 0xBF) {
-			return 2
+func openerLen(text string, i int) int { return openerMarks.len(text, i) }
+
+// markSet is a set of punctuation marks, ASCII ones in a table as the
+// splitter meets them most.
+type markSet struct {
+	ascii [utf8.RuneSelf]bool
+	wide  string // the others
+}
+
+func newMarkSet(marks string) *markSet {
+	m := &markSet{}
+	for _, r := range marks {
+		if r < utf8.RuneSelf {
+			m.ascii[r] = true
+		} else {
+			m.wide += string(r)
 		}
 	}
-	return 0
+	return m
+}
+
+// len returns the byte length of the rune at i when it is in m, or 0.
+func (m *markSet) len(text string, i int) int {
+	if c := text[i]; c < utf8.RuneSelf {
+		if m.ascii[c] {
+			return 1
+		}
+		return 0
+	}
+	r, size := utf8.DecodeRuneInString(text[i:])
+	if r == utf8.RuneError || !strings.ContainsRune(m.wide, r) {
+		return 0
+	}
+	return size
 }
 
 // sentenceEnd decides whether the terminal punctuation at i ends a sentence.

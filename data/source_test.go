@@ -70,14 +70,7 @@ not json
 	var lines []int
 	s := &SkipBad{Source: r, OnBad: func(e *RecordError) { lines = append(lines, e.Line) }}
 	var ids []string
-	for {
-		p, err := s.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range readAll(t, s) {
 		ids = append(ids, p.ID)
 	}
 	if diff := cmp.Diff([]string{"1", "3"}, ids); diff != "" {
@@ -140,14 +133,7 @@ func TestReadWithContext(t *testing.T) {
 	defer r.Close()
 	var wantQ []Question
 	wantP := map[string]bool{}
-	for {
-		ex, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ex := range readAll(t, r) {
 		wantQ = append(wantQ, ex.Question)
 		for _, p := range ex.Context {
 			wantP[p.ID] = true

@@ -508,14 +508,7 @@ func TestTracesParts(t *testing.T) {
 		t.Errorf("rewritten: got pages %q, want one", again.order)
 	}
 	// The index's temporary files are gone.
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
+	names := testkit.DirNames(t, dir)
 	if want := []string{TracesDir, TracesHTML}; !slices.Equal(names, want) {
 		t.Errorf("the folder holds %q, want %q", names, want)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -378,14 +379,7 @@ func TestSummaryFile(t *testing.T) {
 			t.Errorf("filter.json lacks %s", key)
 		}
 	}
-	entries, err := os.ReadDir(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var files []string
-	for _, e := range entries {
-		files = append(files, e.Name())
-	}
+	files := testkit.DirNames(t, out)
 	want := OutputFiles()
 	slices.Sort(want)
 	if diff := cmp.Diff(want, files); diff != "" {

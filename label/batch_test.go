@@ -39,11 +39,7 @@ func TestBatchCompleted(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "labels")
 	opts := batchOptions(t, srv, out, 2, 60)
 	opts.Batch.MaxRequests = 50 // 120 requests: three input files
-	sum, err := Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls := readLabels(t, sum.Labels)
+	sum, ls := runLabels(t, opts)
 	if len(ls) != 60 {
 		t.Fatalf("%d labels, want 60", len(ls))
 	}
@@ -106,7 +102,7 @@ func TestBatchResubmitsFailures(t *testing.T) {
 	if bs[1].Lines != bs[0].Failed || bs[1].Lines < 40 {
 		t.Errorf("second batch has %d lines, want the %d that failed", bs[1].Lines, bs[0].Failed)
 	}
-	ls := readLabels(t, sum.Labels)
+	ls := testkit.Labels(t, sum.Labels)
 	if len(ls) != 100 {
 		t.Fatalf("%d labels", len(ls))
 	}
@@ -131,11 +127,7 @@ func TestBatchGivesUp(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "labels")
 	opts := batchOptions(t, srv, out, 1, 80)
 	opts.Batch.Retries = 1
-	sum, err := Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls := readLabels(t, sum.Labels)
+	sum, ls := runLabels(t, opts)
 	failed := 0
 	for _, l := range ls {
 		if l.Failure != "" {
@@ -175,14 +167,11 @@ func TestBatchResumeInFlight(t *testing.T) {
 	}
 	opts = batchOptions(t, srv, out, 1, 50)
 	opts.Resume = true
-	sum, err := Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ls := runLabels(t, opts)
 	if c := srv.Counts(); c.Batches != 1 {
 		t.Errorf("%d batches created, want the one picked up", c.Batches)
 	}
-	if ls := readLabels(t, sum.Labels); len(ls) != 50 {
+	if len(ls) != 50 {
 		t.Errorf("%d labels, want 50", len(ls))
 	}
 }

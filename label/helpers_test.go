@@ -9,6 +9,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/rollout/runner/runnertest"
 )
 
@@ -37,21 +38,15 @@ func trajectories(t *testing.T) (string, map[string]data.Question) {
 	return path, qs
 }
 
-// readLabels reads a labels file and checks that every state appears once.
-func readLabels(t *testing.T, path string) []data.Label {
+// runLabels runs opts to the end and returns the summary and the labels
+// (testkit.Labels), failing the test if the run fails.
+func runLabels(t *testing.T, opts Options) (Summary, []data.Label) {
 	t.Helper()
-	ls, err := data.ReadParquet[data.Label](path)
+	sum, err := Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := make(map[data.StateKey]bool)
-	for _, l := range ls {
-		if seen[l.Key()] {
-			t.Errorf("state %s round %d appears twice", l.QuestionID, l.Round)
-		}
-		seen[l.Key()] = true
-	}
-	return ls
+	return sum, testkit.Labels(t, sum.Labels)
 }
 
 // stateCount counts the states (rows of questions that did not fail) of a

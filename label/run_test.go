@@ -91,13 +91,9 @@ func votingAnswer() func(llmtest.Request) string {
 func TestRunRetrievalTruth(t *testing.T) {
 	in, qs := trajectories(t)
 	out := filepath.Join(t.TempDir(), "labels")
-	sum, err := Run(t.Context(), Options{In: in, Out: out, Questions: qs, Teacher: RetrievalTruth{},
+	sum, ls := runLabels(t, Options{In: in, Out: out, Questions: qs, Teacher: RetrievalTruth{},
 		CheckpointStates: 100, Info: Info{Teacher: NameRetrievalTruth, Model: RetrievalTruthModel, Template: RetrievalTruthTemplate}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	states := stateCount(t, in)
-	ls := readLabels(t, sum.Labels)
 	if len(ls) != states || sum.Counts.Output.States != states {
 		t.Fatalf("%d labels (report %d), want %d", len(ls), sum.Counts.Output.States, states)
 	}
@@ -147,11 +143,7 @@ func TestRunLLMWithFaults(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "labels")
 	opts := llmOptions(in, out, qs, teacher, m, 3)
 	opts.Limit = 150
-	sum, err := Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls := readLabels(t, sum.Labels)
+	sum, ls := runLabels(t, opts)
 	if len(ls) != 150 {
 		t.Fatalf("%d labels, want 150", len(ls))
 	}
@@ -234,14 +226,11 @@ func TestRunResume(t *testing.T) {
 	}
 
 	opts.Resume = true
-	sum, err := Run(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, ls := runLabels(t, opts)
 	if sum.Counts.AlreadyDone < 80 || sum.Counts.AlreadyDone+sum.Counts.Run.States != states || sum.Resumes != 1 {
 		t.Errorf("resumed: %d already done + %d now, want %d; resumes %d", sum.Counts.AlreadyDone, sum.Counts.Run.States, states, sum.Resumes)
 	}
-	if ls := readLabels(t, sum.Labels); len(ls) != states {
+	if len(ls) != states {
 		t.Errorf("%d labels, want %d", len(ls), states)
 	}
 	if left, _ := filepath.Glob(filepath.Join(out, PartsDir, ".*")); len(left) > 0 {
@@ -286,12 +275,9 @@ func TestRunBudget(t *testing.T) {
 	teacher2, m2 := llmTeacher(t, srv, 0)
 	opts2 := llmOptions(in, out, qs, teacher2, m2, 1)
 	opts2.Resume, opts2.Limit, opts2.BudgetUSD = true, 200, 100
-	sum, err := Run(t.Context(), opts2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum, ls := runLabels(t, opts2)
 	// A state of the first invocation with no usable sample is labelled again.
-	if ls := readLabels(t, sum.Labels); len(ls) != 200 || sum.Counts.AlreadyDone+sum.Retried != done {
+	if len(ls) != 200 || sum.Counts.AlreadyDone+sum.Retried != done {
 		t.Errorf("%d labels after resuming (already done %d), want 200 (%d)", len(ls), sum.Counts.AlreadyDone, done)
 	}
 	if sum.CostUSD < m.Snapshot().CostUSD+m2.Snapshot().CostUSD-1e-9 {
@@ -373,7 +359,7 @@ func TestShardsAndMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls := readLabels(t, filepath.Join(dir, "all", LabelsFile)); len(ls) != states || rep.Counts.Output.States != states {
+	if ls := testkit.Labels(t, filepath.Join(dir, "all", LabelsFile)); len(ls) != states || rep.Counts.Output.States != states {
 		t.Errorf("merged %d labels (report %d), want %d", len(ls), rep.Counts.Output.States, states)
 	}
 	if _, err := Merge(t.Context(), filepath.Join(dir, "twice"), []string{outs[0], outs[0]}); !errors.Is(err, ErrMismatch) {

@@ -192,30 +192,27 @@ func (c *Client) CreateBatch(ctx context.Context, inputFileID string, metadata m
 
 // GetBatch returns the batch's current state.
 func (c *Client) GetBatch(ctx context.Context, id string) (Batch, error) {
-	if id == "" {
-		return Batch{}, errors.New("llm: get batch: no id")
-	}
-	b, err := c.batchObject(ctx, func(actx context.Context) (openai.BatchResponse, error) {
-		return c.api.RetrieveBatch(actx, id)
-	})
-	if err != nil {
-		return Batch{}, fmt.Errorf("get batch %s: %w", id, err)
-	}
-	return b, nil
+	return c.batchByID(ctx, "get", id, c.api.RetrieveBatch)
 }
 
 // CancelBatch asks the server to stop the batch; it answers cancelling,
 // and the batch ends cancelled, with the lines done so far in its output
 // file.
 func (c *Client) CancelBatch(ctx context.Context, id string) (Batch, error) {
+	return c.batchByID(ctx, "cancel", id, c.api.CancelBatch)
+}
+
+// batchByID makes a call about the batch id (verb names it in errors)
+// that answers its batch object.
+func (c *Client) batchByID(ctx context.Context, verb, id string, call func(context.Context, string) (openai.BatchResponse, error)) (Batch, error) {
 	if id == "" {
-		return Batch{}, errors.New("llm: cancel batch: no id")
+		return Batch{}, fmt.Errorf("llm: %s batch: no id", verb)
 	}
 	b, err := c.batchObject(ctx, func(actx context.Context) (openai.BatchResponse, error) {
-		return c.api.CancelBatch(actx, id)
+		return call(actx, id)
 	})
 	if err != nil {
-		return Batch{}, fmt.Errorf("cancel batch %s: %w", id, err)
+		return Batch{}, fmt.Errorf("%s batch %s: %w", verb, id, err)
 	}
 	return b, nil
 }

@@ -40,10 +40,7 @@ func (f fixed) Search(_ context.Context, q retrieve.Query) ([]retrieve.Hit, erro
 
 func TestFusionRanks(t *testing.T) {
 	f := retrieve.Fusion{Retrievers: []retrieve.Retriever{fixed{"a", "b", "c", "d"}, fixed{"c", "b", "e"}}}
-	hits, err := f.Search(context.Background(), retrieve.Query{Text: "x", K: 3, Exclude: []string{"d"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hits := retrievetest.Search(context.Background(), t, f, retrieve.Query{Text: "x", K: 3, Exclude: []string{"d"}})
 	// b: 1/62 + 1/62, c: 1/63 + 1/61, a: 1/61, e: 1/63.
 	want := []string{"c", "b", "a"}
 	for i, h := range hits {

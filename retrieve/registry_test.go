@@ -15,6 +15,7 @@ import (
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/dense"
 	"github.com/distill-rag/distill/retrieve/elastic"
+	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
 // opened is an index of the test kinds: a fixed ranking that remembers
@@ -81,14 +82,7 @@ func TestRegistryOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hits, err := x.Search(context.Background(), retrieve.Query{Text: "q", K: 5})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, h := range hits {
-				got = append(got, h.ID)
-			}
+			got := retrievetest.HitIDs(retrievetest.Search(context.Background(), t, x, retrieve.Query{Text: "q", K: 5}))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("ranking (-want +got):\n%s", diff)
 			}

@@ -941,8 +941,19 @@ func TestParsePolicyAndDedup(t *testing.T) {
 	if _, err := ParseDedup("url"); !errors.Is(err, ErrOptions) {
 		t.Errorf("ParseDedup(url): got %v, want ErrOptions", err)
 	}
+	if _, err := ParseDedup("url"); err == nil || !strings.Contains(err.Error(), `dedup "url": want doc-id or title`) {
+		t.Errorf("ParseDedup(url): got %v, want it to name the choices", err)
+	}
 	if got := Policy(9).String(); got != "Policy(9)" {
 		t.Errorf("got %q, want Policy(9)", got)
+	}
+	if got := Dedup(-1).String(); got != "Dedup(-1)" {
+		t.Errorf("got %q, want Dedup(-1)", got)
+	}
+	for _, o := range []Options{{Policy: Policy(2)}, {Policy: -1}, {Dedup: Dedup(2)}} {
+		if _, err := o.withDefaults(); !errors.Is(err, ErrOptions) {
+			t.Errorf("%+v: got %v, want ErrOptions", o, err)
+		}
 	}
 }
 

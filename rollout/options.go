@@ -3,6 +3,8 @@ package rollout
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Policy says when the loop stops.
@@ -17,24 +19,12 @@ const (
 	Fixed
 )
 
-var policyNames = map[Policy]string{EarlyStop: "early-stop", Fixed: "fixed"}
+var policyNames = []string{EarlyStop: "early-stop", Fixed: "fixed"}
 
-func (p Policy) String() string {
-	if s, ok := policyNames[p]; ok {
-		return s
-	}
-	return fmt.Sprintf("Policy(%d)", int(p))
-}
+func (p Policy) String() string { return enumString(p, "Policy", policyNames) }
 
 // ParsePolicy parses "early-stop" or "fixed".
-func ParsePolicy(s string) (Policy, error) {
-	for _, p := range []Policy{EarlyStop, Fixed} {
-		if s == p.String() {
-			return p, nil
-		}
-	}
-	return 0, fmt.Errorf("policy %q: want early-stop or fixed: %w", s, ErrOptions)
-}
+func ParsePolicy(s string) (Policy, error) { return parseEnum[Policy]("policy", s, policyNames) }
 
 // Dedup says when a retrieved document counts as already seen.
 type Dedup int
@@ -47,24 +37,33 @@ const (
 	DedupTitle
 )
 
-var dedupNames = map[Dedup]string{DedupDocID: "doc-id", DedupTitle: "title"}
+var dedupNames = []string{DedupDocID: "doc-id", DedupTitle: "title"}
 
-func (d Dedup) String() string {
-	if s, ok := dedupNames[d]; ok {
-		return s
-	}
-	return fmt.Sprintf("Dedup(%d)", int(d))
-}
+func (d Dedup) String() string { return enumString(d, "Dedup", dedupNames) }
 
 // ParseDedup parses "doc-id" or "title".
-func ParseDedup(s string) (Dedup, error) {
-	for _, d := range []Dedup{DedupDocID, DedupTitle} {
-		if s == d.String() {
-			return d, nil
-		}
+func ParseDedup(s string) (Dedup, error) { return parseEnum[Dedup]("dedup", s, dedupNames) }
+
+// The enums of Options (Policy, Dedup) are small ints named by a list
+// indexed by value: a value is valid when it has a name.
+
+// enumString returns the name of v, or typ(v) when it has none.
+func enumString[T ~int](v T, typ string, names []string) string {
+	if validEnum(v, names) {
+		return names[v]
 	}
-	return 0, fmt.Errorf("dedup %q: want doc-id or title: %w", s, ErrOptions)
+	return fmt.Sprintf("%s(%d)", typ, int(v))
 }
+
+// parseEnum returns the value named s; what names the enum in the error.
+func parseEnum[T ~int](what, s string, names []string) (T, error) {
+	if i := slices.Index(names, s); i >= 0 {
+		return T(i), nil
+	}
+	return 0, fmt.Errorf("%s %q: want %s: %w", what, s, strings.Join(names, " or "), ErrOptions)
+}
+
+func validEnum[T ~int](v T, names []string) bool { return v >= 0 && int(v) < len(names) }
 
 // Options configure the loop. The zero value is the method's setting: zero
 // numbers mean the defaults above.
@@ -130,10 +129,10 @@ func (o Options) withDefaults() (Options, error) {
 	if o.EvidenceTokens < 0 || o.CandidateTokens < 0 {
 		return o, fmt.Errorf("token budgets %d and %d: %w", o.EvidenceTokens, o.CandidateTokens, ErrOptions)
 	}
-	if _, ok := policyNames[o.Policy]; !ok {
+	if !validEnum(o.Policy, policyNames) {
 		return o, fmt.Errorf("%v: %w", o.Policy, ErrOptions)
 	}
-	if _, ok := dedupNames[o.Dedup]; !ok {
+	if !validEnum(o.Dedup, dedupNames) {
 		return o, fmt.Errorf("%v: %w", o.Dedup, ErrOptions)
 	}
 	return o, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/filter"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/label"
 )
 
@@ -28,7 +29,7 @@ func TestOfflineChain(t *testing.T) {
 			t.Errorf("filter table lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	labels := labelRows(t, filepath.Join(lab, label.LabelsFile))
+	labels := testkit.Labels(t, filepath.Join(lab, label.LabelsFile))
 	var sum filter.Summary
 	b, err := os.ReadFile(filepath.Join("sft", filter.SummaryFile))
 	if err != nil {

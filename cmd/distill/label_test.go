@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/label"
 	"github.com/distill-rag/distill/llm/llmtest"
 	"github.com/distill-rag/distill/rollout/runner"
@@ -20,23 +21,6 @@ import (
 func sampleRollout(t *testing.T) string {
 	t.Helper()
 	return offlineChain(t).Rollout
-}
-
-// labelRows reads a labels file and checks each state is there once.
-func labelRows(t *testing.T, path string) []data.Label {
-	t.Helper()
-	ls, err := data.ReadParquet[data.Label](path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[data.StateKey]bool{}
-	for _, l := range ls {
-		if seen[l.Key()] {
-			t.Fatalf("state %s round %d twice", l.QuestionID, l.Round)
-		}
-		seen[l.Key()] = true
-	}
-	return ls
 }
 
 func trajectoryStates(t *testing.T, dir string) int {
@@ -61,7 +45,7 @@ func TestLabelRetrievalTruth(t *testing.T) {
 			t.Errorf("label output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
+	if ls := testkit.Labels(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
 		t.Errorf("%d labels, want %d", len(ls), states)
 	}
 	r = runDistill(t, "data", "show", "-n", "1", filepath.Join("lab", label.LabelsFile))
@@ -134,7 +118,7 @@ func TestLabelLLMFaultsAndDryRun(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("label: exit %d, stderr %q", r.code, r.stderr)
 	}
-	ls := labelRows(t, filepath.Join("lab", label.LabelsFile))
+	ls := testkit.Labels(t, filepath.Join("lab", label.LabelsFile))
 	if len(ls) != states {
 		t.Fatalf("%d labels, want %d", len(ls), states)
 	}
@@ -178,7 +162,7 @@ func TestLabelBudget(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("resume without a budget: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
+	if ls := testkit.Labels(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
 		t.Errorf("%d labels after resuming, want %d", len(ls), states)
 	}
 }
@@ -209,7 +193,7 @@ func TestLabelKill9(t *testing.T) {
 	if r := runBinary(t, noKey, append([]string{"--quiet"}, resumed...)...); r.code != 0 {
 		t.Fatalf("final resume: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
+	if ls := testkit.Labels(t, filepath.Join("lab", label.LabelsFile)); len(ls) != states {
 		t.Errorf("%d labels, want %d", len(ls), states)
 	}
 	rep, err := label.ReadReport("lab")
@@ -238,7 +222,7 @@ func TestLabelBatch(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("label --batch: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != 90 {
+	if ls := testkit.Labels(t, filepath.Join("lab", label.LabelsFile)); len(ls) != 90 {
 		t.Errorf("%d labels, want 90", len(ls))
 	}
 	bs := srv.Batches()
@@ -266,7 +250,7 @@ func TestLabelShardsMerge(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "labels.parquet") {
 		t.Fatalf("merge: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if ls := labelRows(t, filepath.Join("lab", label.LabelsFile)); len(ls) != trajectoryStates(t, ro) {
+	if ls := testkit.Labels(t, filepath.Join("lab", label.LabelsFile)); len(ls) != trajectoryStates(t, ro) {
 		t.Errorf("%d merged labels, want %d", len(ls), trajectoryStates(t, ro))
 	}
 	r = runDistill(t, "--quiet", "merge", "--out", "mixed", "lab0", ro)

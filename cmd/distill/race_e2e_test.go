@@ -107,7 +107,7 @@ func TestE2ERacingWriters(t *testing.T) {
 	}
 	checkRollout := func(out string) { checkTrajectories(t, filepath.Join(out, runner.TrajectoriesFile), qs) }
 	checkLabels := func(out string) {
-		if ls := labelRows(t, filepath.Join(out, label.LabelsFile)); len(ls) != states {
+		if ls := testkit.Labels(t, filepath.Join(out, label.LabelsFile)); len(ls) != states {
 			t.Fatalf("%s: %d labels, want %d", out, len(ls), states)
 		}
 	}

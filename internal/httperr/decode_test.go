@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -32,15 +33,11 @@ func get(t *testing.T, a answer) (int, http.Header, []byte) {
 		io.WriteString(w, a.body)
 	}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, body := testkit.Do(t, srv.Client(), req)
 	return resp.StatusCode, resp.Header, body
 }
 

@@ -36,6 +36,16 @@ func files(t *testing.T, dir string) []string {
 	return names
 }
 
+// mustClaim claims dir in mode, failing the test if it cannot.
+func mustClaim(t *testing.T, dir string, mode Mode) *Dir {
+	t.Helper()
+	d, err := Claim(t.Context(), dir, mode)
+	if err != nil {
+		t.Fatalf("claim %s (mode %d): %v", dir, mode, err)
+	}
+	return d
+}
+
 func write(t *testing.T, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
@@ -124,10 +134,7 @@ func TestAbandon(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(t, dir)
 			}
-			d, err := Claim(t.Context(), dir, tt.mode)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := mustClaim(t, dir, tt.mode)
 			write(t, filepath.Join(dir, "b"))
 			os.MkdirAll(filepath.Join(dir, "parts", "x"), 0o755)
 			if !d.Fresh() {
@@ -141,11 +148,7 @@ func TestAbandon(t *testing.T) {
 				t.Errorf("got files %q, want %q", got, tt.wantFiles)
 			}
 			// Released either way.
-			d, err = Claim(t.Context(), dir, Resume)
-			if err != nil {
-				t.Fatalf("claim after abandon: %v", err)
-			}
-			d.Close()
+			mustClaim(t, dir, Resume).Close()
 		})
 	}
 }
@@ -157,10 +160,7 @@ func TestBusyInProcess(t *testing.T) {
 		t.Skip("no locks")
 	}
 	dir := filepath.Join(t.TempDir(), "out")
-	d, err := Claim(t.Context(), dir, New)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := mustClaim(t, dir, New)
 	for _, mode := range []Mode{New, Resume, Overwrite} {
 		_, err := Claim(t.Context(), dir, mode)
 		var busy *BusyError
@@ -175,11 +175,7 @@ func TestBusyInProcess(t *testing.T) {
 		}
 	}
 	d.Close()
-	d, err = Claim(t.Context(), dir, New)
-	if err != nil {
-		t.Fatalf("claim after close: %v", err)
-	}
-	d.Close()
+	mustClaim(t, dir, New).Close()
 }
 
 // TestRacingFreshStarts: of goroutines claiming one absent directory at
@@ -285,11 +281,7 @@ func TestBusyAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	d, err := Claim(t.Context(), dir, Resume)
-	if err != nil {
-		t.Fatalf("claim after the holder was killed: %v", err)
-	}
-	d.Close()
+	mustClaim(t, dir, Resume).Close()
 }
 
 func TestCommand(t *testing.T) {
@@ -391,10 +383,7 @@ func TestAbandonIfEmpty(t *testing.T) {
 				write(t, filepath.Join(dir, "old"))
 				mode = Resume
 			}
-			d, err := Claim(t.Context(), dir, mode)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := mustClaim(t, dir, mode)
 			if tt.write != nil {
 				tt.write(t, dir)
 			}

@@ -97,6 +97,43 @@ func methodNotAllowed() *apiError {
 	return &apiError{status: http.StatusMethodNotAllowed, msg: "Method not allowed"}
 }
 
+// route is one endpoint of the files, batches or fine-tuning API: its
+// method, its path after /v1/ with {id} for an object's id, and the
+// operation it is.
+type route[K any] struct {
+	method, path string
+	kind         K
+}
+
+// matchRoute returns the operation of the route that r's path (with or
+// without /v1) takes, and the id in it; a path of no route is
+// unknownPath, and one of a route with another method methodNotAllowed.
+func matchRoute[K any](r *http.Request, routes []route[K]) (kind K, id string, e *apiError) {
+	parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/"), "/")
+	for _, rt := range routes {
+		want := strings.Split(rt.path, "/")
+		if len(want) != len(parts) {
+			continue
+		}
+		match, got := true, ""
+		for i, w := range want {
+			if w == "{id}" {
+				got = parts[i]
+			} else if w != parts[i] {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		if r.Method != rt.method {
+			return kind, "", methodNotAllowed()
+		}
+		return rt.kind, got, nil
+	}
+	return kind, "", unknownPath(r)
+}
+
 func writeError(w http.ResponseWriter, status int, msg, typ, code, param string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)

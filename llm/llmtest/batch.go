@@ -207,34 +207,23 @@ type batchOp struct {
 	batch *batch // opCreate: the batch to register
 }
 
+var batchRoutes = []route[opKind]{
+	{http.MethodPost, "files", opUpload},
+	{http.MethodGet, "files/{id}", opFile},
+	{http.MethodGet, "files/{id}/content", opContent},
+	{http.MethodPost, "batches", opCreate},
+	{http.MethodGet, "batches/{id}", opPoll},
+	{http.MethodPost, "batches/{id}/cancel", opCancel},
+}
+
 // prepareBatchOp routes a request that is not for chat or embeddings and
 // checks it, without changing anything.
 func (s *Server) prepareBatchOp(r *http.Request, body []byte) (*batchOp, *apiError) {
-	path := strings.TrimPrefix(r.URL.Path, "/v1")
-	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	var op batchOp
-	method := http.MethodGet
-	switch {
-	case len(parts) == 1 && parts[0] == "files":
-		op.kind, method = opUpload, http.MethodPost
-	case len(parts) == 2 && parts[0] == "files":
-		op.kind, op.id = opFile, parts[1]
-	case len(parts) == 3 && parts[0] == "files" && parts[2] == "content":
-		op.kind, op.id = opContent, parts[1]
-	case len(parts) == 1 && parts[0] == "batches":
-		op.kind, method = opCreate, http.MethodPost
-	case len(parts) == 2 && parts[0] == "batches":
-		op.kind, op.id = opPoll, parts[1]
-	case len(parts) == 3 && parts[0] == "batches" && parts[2] == "cancel":
-		op.kind, op.id, method = opCancel, parts[1], http.MethodPost
-	default:
-		return nil, unknownPath(r)
-	}
-	if r.Method != method {
-		return nil, methodNotAllowed()
-	}
-
 	var e *apiError
+	if op.kind, op.id, e = matchRoute(r, batchRoutes); e != nil {
+		return nil, e
+	}
 	switch op.kind {
 	case opUpload:
 		op.file, e = parseUpload(r.Header.Get("Content-Type"), body)

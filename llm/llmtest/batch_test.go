@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -28,15 +29,7 @@ func call(t *testing.T, s *Server, method, path, contentType string, body []byte
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: read body: %v", method, path, err)
-	}
+	resp, b := testkit.Do(t, s.Client(), req)
 	return resp.StatusCode, resp.Header, b
 }
 

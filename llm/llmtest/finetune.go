@@ -245,30 +245,22 @@ type fineTuneOp struct {
 	limit int          // ftEvents: at most this many
 }
 
+var fineTuneRoutes = []route[fineTuneOpKind]{
+	{http.MethodPost, "fine_tuning/jobs", ftCreate},
+	{http.MethodGet, "fine_tuning/jobs/{id}", ftPoll},
+	{http.MethodPost, "fine_tuning/jobs/{id}/cancel", ftCancel},
+	{http.MethodGet, "fine_tuning/jobs/{id}/events", ftEvents},
+}
+
 // prepareFineTuneOp routes a fine-tuning request and checks it, without
 // changing anything.
 func (s *Server) prepareFineTuneOp(r *http.Request, body []byte) (*fineTuneOp, *apiError) {
-	path := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/v1"), "/fine_tuning/")
-	parts := strings.Split(path, "/")
 	var op fineTuneOp
-	method := http.MethodGet
-	switch {
-	case len(parts) == 1 && parts[0] == "jobs":
-		op.kind, method = ftCreate, http.MethodPost
-	case len(parts) == 2 && parts[0] == "jobs":
-		op.kind, op.id = ftPoll, parts[1]
-	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "cancel":
-		op.kind, op.id, method = ftCancel, parts[1], http.MethodPost
-	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "events":
-		op.kind, op.id = ftEvents, parts[1]
-	default:
-		return nil, unknownPath(r)
-	}
-	if r.Method != method {
-		return nil, methodNotAllowed()
+	var e *apiError
+	if op.kind, op.id, e = matchRoute(r, fineTuneRoutes); e != nil {
+		return nil, e
 	}
 	if op.kind == ftCreate {
-		var e *apiError
 		op.job, e = s.parseFineTuneCreate(body)
 		if e != nil {
 			return nil, e

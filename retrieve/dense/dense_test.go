@@ -71,14 +71,8 @@ func TestConformanceIVF(t *testing.T) {
 		exact := open(t, dir, OpenOptions{Embedder: emb})
 		for i, p := range corpus {
 			q := retrieve.Query{Text: p.Title + " lighthouse", K: 10, Exclude: []string{corpus[(i+3)%len(corpus)].ID}}
-			want, err := exact.Search(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := x.Search(context.Background(), q)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := retrievetest.Search(context.Background(), t, exact, q)
+			got := retrievetest.Search(context.Background(), t, x, q)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Fatalf("IVF probing all partitions differs from exact search (-exact +ivf):\n%s", diff)
 			}

@@ -107,14 +107,8 @@ func TestScoresMatchInProcessBM25(t *testing.T) {
 	ctx := context.Background()
 	for _, text := range []string{"crimson lighthouse Quessa", "keeper's journal about storms", "Orvel 7", "marker zq12xv harbour", "The Lighthouses of Varnholt were built"} {
 		q := retrieve.Query{Text: text, K: 10}
-		want, err := ref.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := r.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := retrievetest.Search(ctx, t, ref, q)
+		got := retrievetest.Search(ctx, t, r, q)
 		if len(got) != len(want) {
 			t.Fatalf("%q: got %d hits, want %d", text, len(got), len(want))
 		}
@@ -153,10 +147,7 @@ func TestExclusionIsInTheQuery(t *testing.T) {
 	r := open(t, cfg, elastic.OpenOptions{})
 
 	exclude := []string{corpus[1].ID, corpus[6].ID, "unknown"}
-	hits, err := r.Search(context.Background(), retrieve.Query{Text: "crimson lighthouse Quessa", K: 4, Exclude: exclude})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hits := retrievetest.Search(context.Background(), t, r, retrieve.Query{Text: "crimson lighthouse Quessa", K: 4, Exclude: exclude})
 	if len(hits) != 4 {
 		t.Fatalf("got %d hits, want 4", len(hits))
 	}
@@ -192,10 +183,7 @@ func TestTitlesOnly(t *testing.T) {
 	cfg.HTTPClient = s.Client()
 	load(t, cfg, corpus, elastic.LoadOptions{})
 	r := open(t, cfg, elastic.OpenOptions{})
-	hits, err := r.Search(context.Background(), retrieve.Query{Text: "journal keeper", K: 3, TitlesOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hits := retrievetest.Search(context.Background(), t, r, retrieve.Query{Text: "journal keeper", K: 3, TitlesOnly: true})
 	if len(hits) != 3 {
 		t.Fatalf("got %d hits, want 3", len(hits))
 	}
@@ -487,10 +475,7 @@ func TestKNN(t *testing.T) {
 			}
 			r := open(t, cfg, elastic.OpenOptions{Embedder: emb, QueryPrefix: "query: "})
 			ctx := context.Background()
-			hits, err := r.Search(ctx, retrieve.Query{Text: "which passage has zq7xv", K: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
+			hits := retrievetest.Search(ctx, t, r, retrieve.Query{Text: "which passage has zq7xv", K: 3})
 			if len(hits) != 3 || hits[0].ID != corpus[7].ID {
 				t.Fatalf("got %v, want 3 hits, %s first", hits, corpus[7].ID)
 			}
@@ -501,10 +486,7 @@ func TestKNN(t *testing.T) {
 				t.Errorf("query embedded as %q", in[len(in)-1])
 			}
 
-			hits, err = r.Search(ctx, retrieve.Query{Text: "zq7xv", K: 2, Exclude: []string{corpus[7].ID}, TitlesOnly: true})
-			if err != nil {
-				t.Fatal(err)
-			}
+			hits = retrievetest.Search(ctx, t, r, retrieve.Query{Text: "zq7xv", K: 2, Exclude: []string{corpus[7].ID}, TitlesOnly: true})
 			if len(hits) != 2 || hits[0].ID == corpus[7].ID || hits[1].ID == corpus[7].ID {
 				t.Errorf("excluded search: got %v", hits)
 			}
@@ -532,14 +514,8 @@ func TestKNN(t *testing.T) {
 			// which is exact too.
 			exact := open(t, cfg, elastic.OpenOptions{Embedder: emb, QueryPrefix: "query: ", Exact: true})
 			q := retrieve.Query{Text: "zq7xv zq9xv", K: 5, Exclude: []string{corpus[9].ID}}
-			want, err := r.Search(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := exact.Search(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := retrievetest.Search(ctx, t, r, q)
+			got := retrievetest.Search(ctx, t, exact, q)
 			if diff := cmp.Diff(retrievetest.HitIDs(want), retrievetest.HitIDs(got)); diff != "" {
 				t.Errorf("exact hits (-kNN +exact):\n%s", diff)
 			}
@@ -576,10 +552,7 @@ func TestKNNByAddress(t *testing.T) {
 		c := cfg
 		c.Search = search
 		r := open(t, c, opts)
-		hits, err := r.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		hits := retrievetest.Search(ctx, t, r, q)
 		if len(hits) != 5 || (hits[0].ID != corpus[7].ID && hits[0].ID != corpus[9].ID) {
 			t.Errorf("%s: got %v, want a marked passage first", search, retrievetest.HitIDs(hits))
 		}

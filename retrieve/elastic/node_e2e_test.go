@@ -24,6 +24,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
@@ -66,15 +67,7 @@ func nodeCall(t testing.TB, n *opensearchtest.Node, method, path string, body an
 	if n.Username != "" {
 		req.SetBasicAuth(n.Username, n.Password)
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, b := testkit.Do(t, http.DefaultClient, req)
 	if res.StatusCode/100 != 2 {
 		t.Fatalf("%s %s: status %d: %s", method, path, res.StatusCode, b)
 	}
@@ -169,10 +162,7 @@ func TestNodeLoadsSharedCorpora(t *testing.T) {
 				byID[p.ID] = p
 			}
 			for _, q := range ds.Questions[:10] {
-				hits, err := idx.Search(ctx, retrieve.Query{Text: q.Text, K: 6})
-				if err != nil {
-					t.Fatal(err)
-				}
+				hits := retrievetest.Search(ctx, t, idx, retrieve.Query{Text: q.Text, K: 6})
 				if len(hits) != 6 {
 					t.Fatalf("%q: %d hits, want 6", q.Text, len(hits))
 				}
@@ -299,10 +289,7 @@ func TestNodeKNN(t *testing.T) {
 	exact := open(t, cfg, elastic.OpenOptions{Embedder: emb, QueryPrefix: "query: ", Exact: true})
 	lexical := open(t, cfg, elastic.OpenOptions{})
 
-	hits, err := graph.Search(ctx, retrieve.Query{Text: "which passage has zq7xv", K: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hits := retrievetest.Search(ctx, t, graph, retrieve.Query{Text: "which passage has zq7xv", K: 3})
 	if len(hits) != 3 || hits[0].ID != corpus[7].ID {
 		t.Fatalf("got %v, want 3 hits, %s first", retrievetest.HitIDs(hits), corpus[7].ID)
 	}
@@ -314,14 +301,8 @@ func TestNodeKNN(t *testing.T) {
 		{Text: "zq7xv zq9xv", K: 2, Exclude: []string{corpus[7].ID}},
 		{Text: "zq3xv", K: 1, Exclude: []string{corpus[3].ID, corpus[10].ID}},
 	} {
-		g, err := graph.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e, err := exact.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := retrievetest.Search(ctx, t, graph, q)
+		e := retrievetest.Search(ctx, t, exact, q)
 		if len(e) != q.K || len(g) != q.K {
 			t.Fatalf("%+v: %d exact and %d graph hits, want %d", q, len(e), len(g), q.K)
 		}
@@ -344,14 +325,8 @@ func TestNodeKNN(t *testing.T) {
 	mixed := retrieve.Fusion{Retrievers: []retrieve.Retriever{local, exact}}
 	for _, text := range []string{"crimson lighthouse zq12xv", "keeper's journal about storms zq3xv", "Orvel Quessa 7"} {
 		q := retrieve.Query{Text: text, K: 6, Exclude: []string{corpus[12].ID}}
-		want, err := mixed.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := onNode.Search(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := retrievetest.Search(ctx, t, mixed, q)
+		got := retrievetest.Search(ctx, t, onNode, q)
 		if diff := cmp.Diff(retrievetest.HitIDs(want), retrievetest.HitIDs(got)); diff != "" {
 			t.Errorf("%q: hybrid on the node against in-process BM25 + node kNN (-want +got):\n%s", text, diff)
 		}

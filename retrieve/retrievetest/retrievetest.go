@@ -55,10 +55,7 @@ func Run(t *testing.T, open Open) {
 
 	search := func(t *testing.T, q retrieve.Query) []retrieve.Hit {
 		t.Helper()
-		hits, err := r.Search(ctx, q)
-		if err != nil {
-			t.Fatalf("Search(%+v): %v", q, err)
-		}
+		hits := Search(ctx, t, r, q)
 		checkHits(t, q, hits, byID)
 		return hits
 	}
@@ -270,6 +267,16 @@ func (f *FailingSource) Next() (data.Passage, error) {
 		return p, f.err
 	}
 	return p, err
+}
+
+// Search returns r's hits for q, and fails the test when r fails.
+func Search(ctx context.Context, t testing.TB, r retrieve.Retriever, q retrieve.Query) []retrieve.Hit {
+	t.Helper()
+	hits, err := r.Search(ctx, q)
+	if err != nil {
+		t.Fatalf("Search(%+v): %v", q, err)
+	}
+	return hits
 }
 
 // HitIDs returns the document ids of hits, in rank order.

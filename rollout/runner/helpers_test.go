@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -161,15 +160,7 @@ var checkRows = testkit.CheckTrajectories
 // partFiles lists the names of the files in DIR/parts.
 func partFiles(t *testing.T, dir string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, PartsDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
+	return testkit.DirNames(t, filepath.Join(dir, PartsDir))
 }
 
 // idRow reads only the question id of a state row.

@@ -2,11 +2,11 @@ package elastictest
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -21,15 +21,7 @@ func call(t *testing.T, s *Server, method, path, body string, header ...string) 
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	res, err := s.Client().Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, raw := testkit.Do(t, s.Client(), req)
 	var v map[string]any
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &v); err != nil {
