@@ -108,6 +108,86 @@ func TestBlockTable(t *testing.T) {
 	}
 }
 
+// skipCorpus is a corpus where block-max pruning must skip: "alpha" is in
+// every other passage and "beta" in every third, once, in passages of ten
+// words or so, but every 997th passage is short and repeats both, so that
+// it scores best, and each list's bound is that of those few passages:
+// only their blocks can hold the top k.
+func skipCorpus(n int) []data.Passage {
+	ps := make([]data.Passage, n)
+	for i := range ps {
+		var b strings.Builder
+		if i%997 == 0 {
+			b.WriteString("alpha alpha alpha beta beta gamma")
+		} else {
+			for range 8 + i%5 {
+				b.WriteString("filler ")
+			}
+			if i%2 == 0 {
+				b.WriteString("alpha ")
+			}
+			if i%3 == 0 {
+				b.WriteString("beta ")
+			}
+		}
+		ps[i] = data.Passage{ID: fmt.Sprintf("p%05d", i), Title: "t", Text: b.String()}
+	}
+	return ps
+}
+
+// TestBlockSkipping checks that searches skip whole windows of blocks
+// where the lists' bounds alone would walk them, and that they return
+// exactly what scoring every posting does, with exclusions of hits inside
+// and outside the skipped blocks.
+func TestBlockSkipping(t *testing.T) {
+	ps := skipCorpus(20_000)
+	dir := filepath.Join(t.TempDir(), "idx")
+	x := buildIn(t, dir, ps, BuildOptions{})
+	full, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	full.exhaustive = true
+	ctx := context.Background()
+	skipped := 0
+	for _, text := range []string{"alpha beta", "alpha", "beta alpha gamma", "alpha beta filler"} {
+		for _, k := range []int{1, 10, 50} {
+			for _, exclude := range [][]string{nil, {"p00000", "p00997"}, {"p00002", "p19938", "p12345"}} {
+				q := retrieve.Query{Text: text, K: k, Exclude: exclude}
+				want, err := full.Search(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := x.Search(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Fatalf("query %q k=%d exclude=%v: differs (-exhaustive +block-max):\n%s", text, k, exclude, diff)
+				}
+				s := x.scratch.Get().(*searcher)
+				if _, err := s.search(x, q); err != nil {
+					t.Fatal(err)
+				}
+				skipped += s.skipped
+				x.scratch.Put(s)
+			}
+		}
+	}
+	s := x.scratch.Get().(*searcher)
+	defer x.scratch.Put(s)
+	if _, err := s.search(x, retrieve.Query{Text: "alpha beta", K: 10}); err != nil {
+		t.Fatal(err)
+	}
+	// alpha has 10,000 postings in 79 blocks, beta 6,667 in 53; 21 of
+	// them hold the passages that score best.
+	if s.skipped < 20 {
+		t.Errorf("\"alpha beta\" skipped %d windows, want 20 or more: the blocks are not used", s.skipped)
+	}
+	t.Logf("%d windows skipped in all, %d by \"alpha beta\"", skipped, s.skipped)
+}
+
 // TestDamagedBlocks damages the block table of a real index in the ways a
 // bad disk or a bad writer could, and checks that opening or searching
 // fails with ErrCorrupt, never panics, and that an undamaged table passes.

@@ -17,9 +17,11 @@ type searcher struct {
 	an      Analyzer
 	terms   []queryTerm
 	rests   []float32
+	wrests  []float32
 	lists   []cursor
 	contrib []float32
 	pruned  bool // whether the last search skipped part of its postings
+	skipped int  // windows of documents the last search skipped whole
 	exclude []uint32
 	top     []candidate
 	// tokTerm caches token -> term number (-1: stop word or unknown term), so
@@ -27,11 +29,25 @@ type searcher struct {
 	tokTerm map[string]int32
 }
 
-// cursor is a place in a posting list.
+// cursor is a place in a posting list, and in its blocks.
 type cursor struct {
 	docs []uint32
 	tfs  []uint16
 	pos  int
+	// lasts[b] is the last document of block b of the list (its postings
+	// from b*blockSize on), maxes[b] its largest impact; blk is the first
+	// block that may hold documents from the last one asked of block on.
+	lasts []uint32
+	maxes []float32
+	blk   int
+}
+
+// block returns the first block of the list that ends at or after d
+// (len(c.lasts) if none): the block of the postings from d to its last.
+// d must not decrease from one call to the next.
+func (c *cursor) block(d uint32) int {
+	c.blk += gallop(c.lasts[c.blk:], d)
+	return c.blk
 }
 
 type queryTerm struct {
@@ -111,11 +127,20 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	for _, qt := range terms {
 		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
 		docs := x.postDoc[lo:hi]
-		lists = append(lists, cursor{docs: docs, tfs: x.postTF[lo:hi][:len(docs)]})
+		c := cursor{docs: docs, tfs: x.postTF[lo:hi][:len(docs)]}
+		if x.blockOff != nil && x.blockOff[qt.term+1] > x.blockOff[qt.term] {
+			lo, hi := x.blockOff[qt.term], x.blockOff[qt.term+1]
+			c.lasts, c.maxes = x.blockLast[lo:hi], x.blockMax[lo:hi]
+		} else if len(docs) > 0 {
+			// One block: the list's last document and largest impact.
+			c.lasts, c.maxes = docs[len(docs)-1:], x.termMax[qt.term:qt.term+1]
+		}
+		lists = append(lists, c)
 	}
 	s.lists = lists
 	s.contrib = slices.Grow(s.contrib[:0], n)[:n]
-	s.pruned = false
+	s.wrests = slices.Grow(s.wrests[:0], n+1)[:n+1]
+	s.pruned, s.skipped = false, 0
 
 	// cut is theta less a margin for rounding: a document is dropped only
 	// when even its bound stays below cut.
@@ -128,7 +153,7 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 			cut = seed[0].score * (1 - 1e-6)
 		}
 		for i := range s.lists {
-			s.lists[i].pos = 0
+			s.lists[i].pos, s.lists[i].blk = 0, 0
 		}
 	}
 	top := s.walk(x, k, n, cut)
@@ -148,8 +173,15 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 // walk scores the documents of the lists of terms[:essential] (and of
 // fewer terms as theta rises), dropping those whose bound stays below cut,
 // and returns the best k as a heap, worst first.
+//
+// The documents are taken in windows: from the next document d to the
+// first end of a block at or after d among all the lists, so that each
+// list's postings in the window lie in one block. The blocks' bounds,
+// summed, bound every score in the window; a window whose bound stays
+// below cut is skipped whole, and within the others the blocks' bounds,
+// tighter than the lists', drop documents sooner ("block-max MaxScore").
 func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
-	terms, rests, lists, contrib := s.terms, s.rests, s.lists, s.contrib
+	terms, rests, wrests, lists, contrib := s.terms, s.rests, s.wrests, s.lists, s.contrib
 	n := len(terms)
 	top := s.top[:0]
 	lower := func() {
@@ -173,12 +205,53 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		}
 		return d
 	}
+	// window sets wrests[i] to the bound of what terms[i:] can add to a
+	// document from d to the window's end, which it returns.
+	window := func(d uint32) uint32 {
+		end := uint32(math.MaxUint32)
+		for i := range lists {
+			c := &lists[i]
+			if b := c.block(d); b < len(c.lasts) {
+				end = min(end, c.lasts[b])
+			}
+		}
+		wrests[n] = 0
+		for i := n - 1; i >= 0; i-- {
+			c := &lists[i]
+			wrests[i] = wrests[i+1]
+			// A list whose next posting comes after the window adds nothing.
+			if c.blk < len(c.lasts) && c.pos < len(c.docs) && c.docs[c.pos] <= end {
+				wrests[i] += terms[i].w * c.maxes[c.blk] * boundSlack
+			}
+		}
+		return end
+	}
 	d := next()
 	var nd float32
 	if d != math.MaxUint32 {
 		nd = norm.of(d)
 	}
+	end := int64(-1) // the current window ends at end
 	for essential > 0 && d != math.MaxUint32 {
+		if int64(d) > end {
+			end = int64(window(d))
+		}
+		if wrests[0] < cut {
+			// Nothing in the window can reach the top k.
+			s.pruned = true
+			s.skipped++
+			if end == math.MaxUint32 {
+				break
+			}
+			for i := range lists[:essential] {
+				c := &lists[i]
+				c.pos += gallop(c.docs[c.pos:], uint32(end)+1)
+			}
+			if d = next(); d != math.MaxUint32 {
+				nd = norm.of(d)
+			}
+			continue
+		}
 		var score float32
 		after := uint32(math.MaxUint32)
 		for i := range lists[:essential] {
@@ -202,7 +275,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		d, nd = after, nextNorm
 		kept := true
 		for i := essential; i < n; i++ {
-			if score+rests[i] < cut {
+			if score+wrests[i] < cut {
 				kept = false
 				break
 			}
