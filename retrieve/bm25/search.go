@@ -70,6 +70,10 @@ func worse(a, b candidate) bool {
 
 const maxTokenCache = 1 << 16
 
+// maxWindowBlocks is the most blocks of a non-essential list whose bounds
+// a window reads; past that, it takes the list's.
+const maxWindowBlocks = 8
+
 // boundSlack covers float32 rounding between a term's bound and the
 // contributions actually added, so pruning never drops a true top-k hit.
 const boundSlack = 1 + 1e-4
@@ -175,11 +179,15 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 // and returns the best k as a heap, worst first.
 //
 // The documents are taken in windows: from the next document d to the
-// first end of a block at or after d among all the lists, so that each
-// list's postings in the window lie in one block. The blocks' bounds,
-// summed, bound every score in the window; a window whose bound stays
-// below cut is skipped whole, and within the others the blocks' bounds,
-// tighter than the lists', drop documents sooner ("block-max MaxScore").
+// first end of a block at or after d among the essential lists, so that
+// each essential list's postings in the window lie in one block. The
+// blocks' bounds (for a non-essential list, the largest of its blocks in
+// the window), summed, bound every score in the window; a window whose
+// bound stays below cut is skipped whole, and within the others the
+// blocks' bounds, tighter than the lists', drop documents sooner
+// ("block-max MaxScore"). Windows follow the essential lists only: cut at
+// every block end of a long non-essential list, they would be too short
+// to skip much and cost a bound each.
 func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 	terms, rests, wrests, lists, contrib := s.terms, s.rests, s.wrests, s.lists, s.contrib
 	n := len(terms)
@@ -209,7 +217,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 	// document from d to the window's end, which it returns.
 	window := func(d uint32) uint32 {
 		end := uint32(math.MaxUint32)
-		for i := range lists {
+		for i := range lists[:essential] {
 			c := &lists[i]
 			if b := c.block(d); b < len(c.lasts) {
 				end = min(end, c.lasts[b])
@@ -219,6 +227,24 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		for i := n - 1; i >= 0; i-- {
 			c := &lists[i]
 			wrests[i] = wrests[i+1]
+			if i >= essential {
+				// The largest bound of the list's blocks in the window, or
+				// the list's when they are many.
+				b := c.block(d)
+				if b == len(c.lasts) {
+					continue
+				}
+				m := c.maxes[b]
+				for j := b + 1; j < len(c.lasts) && c.lasts[j-1] < end; j++ {
+					if j-b == maxWindowBlocks {
+						m = 1
+						break
+					}
+					m = max(m, c.maxes[j])
+				}
+				wrests[i] += min(terms[i].w*m*boundSlack, terms[i].bound)
+				continue
+			}
 			// A list whose next posting comes after the window adds nothing.
 			if c.blk < len(c.lasts) && c.pos < len(c.docs) && c.docs[c.pos] <= end {
 				wrests[i] += terms[i].w * c.maxes[c.blk] * boundSlack
