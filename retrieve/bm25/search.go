@@ -42,6 +42,21 @@ type cursor struct {
 	blk   int
 }
 
+// seek moves the cursor to the first posting at or after d, found through
+// the block that holds it: in a long list, a lookup far ahead then reads a
+// few block ends and one block rather than galloping over the postings.
+// shift is the log of the block size; d must not decrease from one call
+// to the next.
+func (c *cursor) seek(d uint32, shift uint) {
+	b := c.block(d)
+	if b == len(c.lasts) {
+		c.pos = len(c.docs)
+		return
+	}
+	c.pos = max(c.pos, b<<shift)
+	c.pos += gallop(c.docs[c.pos:], d)
+}
+
 // block returns the first block of the list that ends at or after d
 // (len(c.lasts) if none): the block of the postings from d to its last.
 // d must not decrease from one call to the next.
@@ -199,7 +214,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		}
 	}
 	lower()
-	norm := &x.norm
+	norm, shift := &x.norm, x.blockShift
 	// The next document is found while the current one is scored, and its
 	// norm loaded then, so that the load (a cache miss, in a large index)
 	// overlaps the work on the current one.
@@ -306,7 +321,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 				break
 			}
 			c := &lists[i]
-			c.pos += gallop(c.docs[c.pos:], cur)
+			c.seek(cur, shift)
 			if c.pos < len(c.docs) && c.docs[c.pos] == cur {
 				tf := float32(c.tfs[c.pos])
 				score += terms[i].w * tf / (tf + curNorm)
