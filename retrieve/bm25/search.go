@@ -85,6 +85,9 @@ func worse(a, b candidate) bool {
 
 const maxTokenCache = 1 << 16
 
+// seedDocs is the most documents the first pass of a search looks at.
+const seedDocs = 4096
+
 // maxWindowBlocks is the most blocks of a non-essential list whose bounds
 // a window reads; past that, it takes the list's.
 const maxWindowBlocks = 8
@@ -165,17 +168,21 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	// when even its bound stays below cut.
 	cut := float32(math.Inf(-1))
 	if !x.exhaustive && n > 1 {
-		// A first pass over the documents of the first (rarest) term alone
-		// finds k real scores: a floor that lets the second pass skip from
-		// the start what cannot beat them.
-		if seed := s.walk(x, k, 1, cut); len(seed) == k {
+		// A first pass over the first documents of the first term alone
+		// (the one of the largest bound, most often the rarest) finds k
+		// real scores: a floor that lets the second pass skip from the
+		// start what cannot beat them. Any k real scores are one, so the
+		// pass stops after seedDocs documents: when the first term is a
+		// common one, walking its whole list twice cost more than the
+		// floor saved.
+		if seed := s.walk(x, k, 1, cut, seedDocs); len(seed) == k {
 			cut = seed[0].score * (1 - 1e-6)
 		}
 		for i := range s.lists {
 			s.lists[i].pos, s.lists[i].blk = 0, 0
 		}
 	}
-	top := s.walk(x, k, n, cut)
+	top := s.walk(x, k, n, cut, math.MaxInt)
 	slices.SortFunc(top, func(a, b candidate) int {
 		switch {
 		case worse(b, a):
@@ -191,7 +198,8 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 
 // walk scores the documents of the lists of terms[:essential] (and of
 // fewer terms as theta rises), dropping those whose bound stays below cut,
-// and returns the best k as a heap, worst first.
+// and returns the best k as a heap, worst first. It stops after limit
+// documents (a skipped window counting as one).
 //
 // The documents are taken in windows: from the next document d to the
 // first end of a block at or after d among the essential lists, so that
@@ -203,7 +211,7 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 // ("block-max MaxScore"). Windows follow the essential lists only: cut at
 // every block end of a long non-essential list, they would be too short
 // to skip much and cost a bound each.
-func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
+func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []candidate {
 	terms, rests, wrests, lists, contrib := s.terms, s.rests, s.wrests, s.lists, s.contrib
 	n := len(terms)
 	top := s.top[:0]
@@ -273,7 +281,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		nd = norm.of(d)
 	}
 	end := int64(-1) // the current window ends at end
-	for essential > 0 && d != math.MaxUint32 {
+	for ; essential > 0 && d != math.MaxUint32 && limit > 0; limit-- {
 		if int64(d) > end {
 			end = int64(window(d))
 		}
