@@ -122,9 +122,10 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 // matters: the last terms, whose bounds together stay below theta, are
 // not essential (a document that has none of the others cannot reach the
 // top k). Only the lists of the essential terms are walked; each document
-// they yield is looked up in the others by galloping search, in
+// they yield is looked up in the others through their blocks, in
 // decreasing order of bound, and dropped as soon as what it has plus what
-// the remaining terms could add stays below theta.
+// the remaining terms could add stays below theta. The blocks' bounds
+// (see walk) skip stretches of the essential lists whole.
 func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	if err := s.parse(x, q.Text); err != nil {
 		return nil, err
