@@ -17,8 +17,9 @@
 // gives an error, never a crash. Search scores textbook BM25 with the k1
 // and b stored in the index (the method's 0.9 and 0.4 by default),
 // document at a time over the query's posting lists, skipping what cannot
-// reach the top k ("max-score"), with the same results as scoring every
-// posting; it holds no array the size of the corpus, so its cost follows
-// the postings it reads. *Index is a
+// reach the top k ("max-score", with the bounds of blocks of 128 postings
+// that index.bin keeps for every long list: "block-max MaxScore"), with
+// the same results as scoring every posting; it holds no array the size
+// of the corpus, so its cost follows the postings it reads. *Index is a
 // retrieve.Retriever; Kind is its entry in a retrieve.Registry.
 package bm25

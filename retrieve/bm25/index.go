@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -34,25 +35,30 @@ import (
 type Index struct {
 	files *mmap.Set
 
-	n, v      int
-	k1, b     float64
-	avgLen    float64
-	norm      lengthNorms
-	termOff   []uint64
-	termData  []byte
-	postOff   []uint64
-	postDoc   []uint32
-	postTF    []uint16
-	termMax   []float32
-	termList  []uint32 // nil in a version 1 index: term i's list is i
-	idOff     []uint64
-	idData    []byte
-	idHash    []uint32
-	titleOff  []uint64
-	titleData []byte
-	docOff    []uint64
-	docData   []byte
-	meta      Meta
+	n, v     int
+	k1, b    float64
+	avgLen   float64
+	norm     lengthNorms
+	termOff  []uint64
+	termData []byte
+	postOff  []uint64
+	postDoc  []uint32
+	postTF   []uint16
+	termMax  []float32
+	termList []uint32 // nil in a version 1 index: term i's list is i
+	// The block table (nil before version 3: every list is one block).
+	blockShift uint
+	blockOff   []uint64
+	blockLast  []uint32
+	blockMax   []float32
+	idOff      []uint64
+	idData     []byte
+	idHash     []uint32
+	titleOff   []uint64
+	titleData  []byte
+	docOff     []uint64
+	docData    []byte
+	meta       Meta
 
 	scratch sync.Pool // *searcher
 	// checked has a bit per term whose postings have been verified.
@@ -118,6 +124,12 @@ func newIndex(b, docs []byte) (*Index, error) {
 		titleData: sec(secTitleData),
 		docOff:    raw.Load[uint64](sec(secDocOff)),
 		termList:  raw.Load[uint32](sec(secTermList)),
+		blockOff:  raw.Load[uint64](sec(secBlockOff)),
+		blockLast: raw.Load[uint32](sec(secBlockLast)),
+		blockMax:  raw.Load[float32](sec(secBlockMax)),
+	}
+	if h.BlockSize > 0 {
+		x.blockShift = uint(bits.TrailingZeros32(h.BlockSize))
 	}
 	if len(docs) < len(docsMagic) || string(docs[:len(docsMagic)]) != docsMagic {
 		return nil, fmt.Errorf("%s: %w", docsFile, errCorrupt)
@@ -157,6 +169,8 @@ func (x *Index) check() error {
 		return fmt.Errorf("title offsets: %w", errCorrupt)
 	case x.n > 0 && x.avgLen <= 0:
 		return fmt.Errorf("average length: %w", errCorrupt)
+	case x.blockOff != nil && !ascending(x.blockOff, uint64(len(x.blockLast))):
+		return fmt.Errorf("block offsets: %w", errCorrupt)
 	}
 	for _, d := range x.idHash {
 		if int(d) > x.n {
@@ -178,19 +192,34 @@ func (x *Index) check() error {
 }
 
 // checkPostings verifies the posting list of term t the first time a search
-// uses it: document numbers ascending and in range. Checking lazily keeps
-// Open from reading (and making resident) every posting of a large index.
+// uses it: document numbers ascending and in range, and its blocks (as
+// many as its length calls for, each ending at the document of its last
+// posting, bounds in [0, 1]). Checking lazily keeps Open from reading (and
+// making resident) every posting of a large index.
 func (x *Index) checkPostings(t int32) error {
 	word, bit := &x.checked[t>>6], uint64(1)<<(t&63)
 	if word.Load()&bit != 0 {
 		return nil
 	}
+	docs := x.postDoc[x.postOff[t]:x.postOff[t+1]]
 	prev := -1
-	for _, d := range x.postDoc[x.postOff[t]:x.postOff[t+1]] {
+	for _, d := range docs {
 		if int(d) <= prev || int(d) >= x.n {
 			return fmt.Errorf("postings of term %d: %w", t, errCorrupt)
 		}
 		prev = int(d)
+	}
+	if x.blockOff != nil {
+		lo, hi := x.blockOff[t], x.blockOff[t+1]
+		size := 1 << x.blockShift
+		if hi-lo != uint64(blocks(len(docs), size)) {
+			return fmt.Errorf("blocks of term %d: %d for %d postings: %w", t, hi-lo, len(docs), errCorrupt)
+		}
+		for i, last := range x.blockLast[lo:hi] {
+			if m := x.blockMax[lo+uint64(i)]; last != docs[min((i+1)*size, len(docs))-1] || !(m >= 0 && m <= 1) {
+				return fmt.Errorf("block %d of term %d: %w", i, t, errCorrupt)
+			}
+		}
 	}
 	word.Or(bit)
 	return nil

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -158,12 +159,15 @@ func (x *indexer) finish(ctx context.Context, dir string, k1, bParam float64) (h
 		termOff[i+1] = uint64(len(termData))
 	}
 	postOff := make([]uint64, v+1)
+	blockOff := make([]uint64, v+1)
 	for l, df := range x.seg.df {
 		postOff[l+1] = postOff[l] + uint64(df)
+		blockOff[l+1] = blockOff[l] + uint64(blocks(int(df), blockSize))
 	}
+	nb := blockOff[v]
 
 	h := header{
-		Version: formatVersion, Docs: uint64(n), Terms: uint64(v), Postings: x.postings,
+		Version: formatVersion, BlockSize: blockSize, Docs: uint64(n), Terms: uint64(v), Postings: x.postings,
 		TotalLen: x.totalLen, K1: k1, B: bParam,
 	}
 	lay := newLayout(&h, map[int]uint64{
@@ -172,6 +176,7 @@ func (x *indexer) finish(ctx context.Context, dir string, k1, bParam float64) (h
 		secPostTF: 2 * x.postings, secTermMax: 4 * uint64(v), secIDOff: 8 * uint64(n+1),
 		secIDData: uint64(len(x.idData)), secIDHash: 4 * uint64(len(idHash)), secTitleOff: 8 * uint64(n+1),
 		secTitleData: uint64(len(x.titleData)), secDocOff: 8 * uint64(n+1),
+		secBlockOff: 8 * uint64(v+1), secBlockLast: 4 * nb, secBlockMax: 4 * nb,
 	})
 	path := filepath.Join(dir, indexFile)
 	f, err := os.Create(path)
@@ -186,7 +191,7 @@ func (x *indexer) finish(ctx context.Context, dir string, k1, bParam float64) (h
 		{secDocLen, raw.Bytes(x.docLen)}, {secTermOff, raw.Bytes(termOff)}, {secTermData, termData},
 		{secTermList, raw.Bytes(order)}, {secPostOff, raw.Bytes(postOff)}, {secIDOff, raw.Bytes(x.idOff)},
 		{secIDData, x.idData}, {secIDHash, raw.Bytes(idHash)}, {secTitleOff, raw.Bytes(x.titleOff)},
-		{secTitleData, x.titleData}, {secDocOff, raw.Bytes(x.docOff)},
+		{secTitleData, x.titleData}, {secDocOff, raw.Bytes(x.docOff)}, {secBlockOff, raw.Bytes(blockOff)},
 	} {
 		if _, err := f.WriteAt(s.b, int64(h.Sections[s.sec].Off)); err != nil {
 			return header{}, 0, fmt.Errorf("build index: write %s: %w", path, err)
@@ -224,21 +229,39 @@ func newLayout(h *header, size map[int]uint64) uint64 {
 	return off
 }
 
+// blocks returns the number of blocks of a list of df postings: none for
+// a list of one block (its last posting and its termMax are the block's).
+func blocks(df, size int) int {
+	if df <= size {
+		return 0
+	}
+	return (df + size - 1) / size
+}
+
 // mergeLists writes the postings of every list, in list order, from the
 // segments (in corpus order, so documents stay ascending) to the postDoc
-// and postTF sections of f, and returns the largest impact of each list.
+// and postTF sections of f, and the block table of each list longer than
+// a block to blockLast and blockMax; it returns the largest impact of each
+// list.
 func mergeLists(ctx context.Context, f *os.File, h *header, lists []postingLists, df []uint32, norm []float32) ([]float32, error) {
-	docW := bufio.NewWriterSize(io.NewOffsetWriter(f, int64(h.Sections[secPostDoc].Off)), 1<<20)
-	tfW := bufio.NewWriterSize(io.NewOffsetWriter(f, int64(h.Sections[secPostTF].Off)), 1<<20)
+	writer := func(sec int) *bufio.Writer {
+		return bufio.NewWriterSize(io.NewOffsetWriter(f, int64(h.Sections[sec].Off)), 1<<20)
+	}
+	docW, tfW := writer(secPostDoc), writer(secPostTF)
+	lastW, maxW := writer(secBlockLast), writer(secBlockMax)
+	size := int(h.BlockSize)
 	termMax := make([]float32, len(df))
+	var num [4]byte
+	le := binary.LittleEndian
 	for l := range df {
 		if l%(1<<16) == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
 		}
-		var m float32
+		var m, bm float32 // the list's largest impact, the block's
 		got := 0
+		blocked := blocks(int(df[l]), size) > 0
 		for _, src := range lists {
 			docs, tfs, err := src.next(l)
 			if err != nil {
@@ -247,7 +270,16 @@ func mergeLists(ctx context.Context, f *os.File, h *header, lists []postingLists
 			docW.Write(raw.Bytes(docs))
 			tfW.Write(raw.Bytes(tfs))
 			for i, d := range docs {
-				m = max(m, impact(tfs[i], norm[d]))
+				im := impact(tfs[i], norm[d])
+				m = max(m, im)
+				bm = max(bm, im)
+				if got+i+1 == int(df[l]) || (got+i+1)%size == 0 {
+					if blocked {
+						lastW.Write(le.AppendUint32(num[:0], d))
+						maxW.Write(le.AppendUint32(num[:0], math.Float32bits(bm)))
+					}
+					bm = 0
+				}
 			}
 			got += len(docs)
 		}
@@ -256,11 +288,10 @@ func mergeLists(ctx context.Context, f *os.File, h *header, lists []postingLists
 		}
 		termMax[l] = m
 	}
-	if err := docW.Flush(); err != nil {
-		return nil, err
-	}
-	if err := tfW.Flush(); err != nil {
-		return nil, err
+	for _, w := range []*bufio.Writer{docW, tfW, lastW, maxW} {
+		if err := w.Flush(); err != nil {
+			return nil, err
+		}
 	}
 	return termMax, nil
 }

@@ -17,9 +17,11 @@ type searcher struct {
 	an      Analyzer
 	terms   []queryTerm
 	rests   []float32
+	wrests  []float32
 	lists   []cursor
 	contrib []float32
 	pruned  bool // whether the last search skipped part of its postings
+	skipped int  // windows of documents the last search skipped whole
 	exclude []uint32
 	top     []candidate
 	// tokTerm caches token -> term number (-1: stop word or unknown term), so
@@ -27,11 +29,40 @@ type searcher struct {
 	tokTerm map[string]int32
 }
 
-// cursor is a place in a posting list.
+// cursor is a place in a posting list, and in its blocks.
 type cursor struct {
 	docs []uint32
 	tfs  []uint16
 	pos  int
+	// lasts[b] is the last document of block b of the list (its postings
+	// from b*blockSize on), maxes[b] its largest impact; blk is the first
+	// block that may hold documents from the last one asked of block on.
+	lasts []uint32
+	maxes []float32
+	blk   int
+}
+
+// seek moves the cursor to the first posting at or after d, found through
+// the block that holds it: in a long list, a lookup far ahead then reads a
+// few block ends and one block rather than galloping over the postings.
+// shift is the log of the block size; d must not decrease from one call
+// to the next.
+func (c *cursor) seek(d uint32, shift uint) {
+	b := c.block(d)
+	if b == len(c.lasts) {
+		c.pos = len(c.docs)
+		return
+	}
+	c.pos = max(c.pos, b<<shift)
+	c.pos += gallop(c.docs[c.pos:], d)
+}
+
+// block returns the first block of the list that ends at or after d
+// (len(c.lasts) if none): the block of the postings from d to its last.
+// d must not decrease from one call to the next.
+func (c *cursor) block(d uint32) int {
+	c.blk += gallop(c.lasts[c.blk:], d)
+	return c.blk
 }
 
 type queryTerm struct {
@@ -53,6 +84,13 @@ func worse(a, b candidate) bool {
 }
 
 const maxTokenCache = 1 << 16
+
+// seedDocs is the most documents the first pass of a search looks at.
+const seedDocs = 4096
+
+// maxWindowBlocks is the most blocks of a non-essential list whose bounds
+// a window reads; past that, it takes the list's.
+const maxWindowBlocks = 8
 
 // boundSlack covers float32 rounding between a term's bound and the
 // contributions actually added, so pruning never drops a true top-k hit.
@@ -84,9 +122,10 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 // matters: the last terms, whose bounds together stay below theta, are
 // not essential (a document that has none of the others cannot reach the
 // top k). Only the lists of the essential terms are walked; each document
-// they yield is looked up in the others by galloping search, in
+// they yield is looked up in the others through their blocks, in
 // decreasing order of bound, and dropped as soon as what it has plus what
-// the remaining terms could add stays below theta.
+// the remaining terms could add stays below theta. The blocks' bounds
+// (see walk) skip stretches of the essential lists whole.
 func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	if err := s.parse(x, q.Text); err != nil {
 		return nil, err
@@ -111,27 +150,40 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	for _, qt := range terms {
 		lo, hi := x.postOff[qt.term], x.postOff[qt.term+1]
 		docs := x.postDoc[lo:hi]
-		lists = append(lists, cursor{docs: docs, tfs: x.postTF[lo:hi][:len(docs)]})
+		c := cursor{docs: docs, tfs: x.postTF[lo:hi][:len(docs)]}
+		if x.blockOff != nil && x.blockOff[qt.term+1] > x.blockOff[qt.term] {
+			lo, hi := x.blockOff[qt.term], x.blockOff[qt.term+1]
+			c.lasts, c.maxes = x.blockLast[lo:hi], x.blockMax[lo:hi]
+		} else if len(docs) > 0 {
+			// One block: the list's last document and largest impact.
+			c.lasts, c.maxes = docs[len(docs)-1:], x.termMax[qt.term:qt.term+1]
+		}
+		lists = append(lists, c)
 	}
 	s.lists = lists
 	s.contrib = slices.Grow(s.contrib[:0], n)[:n]
-	s.pruned = false
+	s.wrests = slices.Grow(s.wrests[:0], n+1)[:n+1]
+	s.pruned, s.skipped = false, 0
 
 	// cut is theta less a margin for rounding: a document is dropped only
 	// when even its bound stays below cut.
 	cut := float32(math.Inf(-1))
 	if !x.exhaustive && n > 1 {
-		// A first pass over the documents of the first (rarest) term alone
-		// finds k real scores: a floor that lets the second pass skip from
-		// the start what cannot beat them.
-		if seed := s.walk(x, k, 1, cut); len(seed) == k {
+		// A first pass over the first documents of the first term alone
+		// (the one of the largest bound, most often the rarest) finds k
+		// real scores: a floor that lets the second pass skip from the
+		// start what cannot beat them. Any k real scores are one, so the
+		// pass stops after seedDocs documents: when the first term is a
+		// common one, walking its whole list twice cost more than the
+		// floor saved.
+		if seed := s.walk(x, k, 1, cut, seedDocs); len(seed) == k {
 			cut = seed[0].score * (1 - 1e-6)
 		}
 		for i := range s.lists {
-			s.lists[i].pos = 0
+			s.lists[i].pos, s.lists[i].blk = 0, 0
 		}
 	}
-	top := s.walk(x, k, n, cut)
+	top := s.walk(x, k, n, cut, math.MaxInt)
 	slices.SortFunc(top, func(a, b candidate) int {
 		switch {
 		case worse(b, a):
@@ -147,9 +199,21 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 
 // walk scores the documents of the lists of terms[:essential] (and of
 // fewer terms as theta rises), dropping those whose bound stays below cut,
-// and returns the best k as a heap, worst first.
-func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
-	terms, rests, lists, contrib := s.terms, s.rests, s.lists, s.contrib
+// and returns the best k as a heap, worst first. It stops after limit
+// documents (a skipped window counting as one).
+//
+// The documents are taken in windows: from the next document d to the
+// first end of a block at or after d among the essential lists, so that
+// each essential list's postings in the window lie in one block. The
+// blocks' bounds (for a non-essential list, the largest of its blocks in
+// the window), summed, bound every score in the window; a window whose
+// bound stays below cut is skipped whole, and within the others the
+// blocks' bounds, tighter than the lists', drop documents sooner
+// ("block-max MaxScore"). Windows follow the essential lists only: cut at
+// every block end of a long non-essential list, they would be too short
+// to skip much and cost a bound each.
+func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []candidate {
+	terms, rests, wrests, lists, contrib := s.terms, s.rests, s.wrests, s.lists, s.contrib
 	n := len(terms)
 	top := s.top[:0]
 	lower := func() {
@@ -159,7 +223,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		}
 	}
 	lower()
-	norm := &x.norm
+	norm, shift := &x.norm, x.blockShift
 	// The next document is found while the current one is scored, and its
 	// norm loaded then, so that the load (a cache miss, in a large index)
 	// overlaps the work on the current one.
@@ -173,12 +237,71 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		}
 		return d
 	}
+	// window sets wrests[i] to the bound of what terms[i:] can add to a
+	// document from d to the window's end, which it returns.
+	window := func(d uint32) uint32 {
+		end := uint32(math.MaxUint32)
+		for i := range lists[:essential] {
+			c := &lists[i]
+			if b := c.block(d); b < len(c.lasts) {
+				end = min(end, c.lasts[b])
+			}
+		}
+		wrests[n] = 0
+		for i := n - 1; i >= 0; i-- {
+			c := &lists[i]
+			wrests[i] = wrests[i+1]
+			if i >= essential {
+				// The largest bound of the list's blocks in the window, or
+				// the list's when they are many.
+				b := c.block(d)
+				if b == len(c.lasts) {
+					continue
+				}
+				m := c.maxes[b]
+				for j := b + 1; j < len(c.lasts) && c.lasts[j-1] < end; j++ {
+					if j-b == maxWindowBlocks {
+						m = 1
+						break
+					}
+					m = max(m, c.maxes[j])
+				}
+				wrests[i] += min(terms[i].w*m*boundSlack, terms[i].bound)
+				continue
+			}
+			// A list whose next posting comes after the window adds nothing.
+			if c.blk < len(c.lasts) && c.pos < len(c.docs) && c.docs[c.pos] <= end {
+				wrests[i] += terms[i].w * c.maxes[c.blk] * boundSlack
+			}
+		}
+		return end
+	}
 	d := next()
 	var nd float32
 	if d != math.MaxUint32 {
 		nd = norm.of(d)
 	}
-	for essential > 0 && d != math.MaxUint32 {
+	end := int64(-1) // the current window ends at end
+	for ; essential > 0 && d != math.MaxUint32 && limit > 0; limit-- {
+		if int64(d) > end {
+			end = int64(window(d))
+		}
+		if wrests[0] < cut {
+			// Nothing in the window can reach the top k.
+			s.pruned = true
+			s.skipped++
+			if end == math.MaxUint32 {
+				break
+			}
+			for i := range lists[:essential] {
+				c := &lists[i]
+				c.pos += gallop(c.docs[c.pos:], uint32(end)+1)
+			}
+			if d = next(); d != math.MaxUint32 {
+				nd = norm.of(d)
+			}
+			continue
+		}
 		var score float32
 		after := uint32(math.MaxUint32)
 		for i := range lists[:essential] {
@@ -202,12 +325,12 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32) []candidate {
 		d, nd = after, nextNorm
 		kept := true
 		for i := essential; i < n; i++ {
-			if score+rests[i] < cut {
+			if score+wrests[i] < cut {
 				kept = false
 				break
 			}
 			c := &lists[i]
-			c.pos += gallop(c.docs[c.pos:], cur)
+			c.seek(cur, shift)
 			if c.pos < len(c.docs) && c.docs[c.pos] == cur {
 				tf := float32(c.tfs[c.pos])
 				score += terms[i].w * tf / (tf + curNorm)

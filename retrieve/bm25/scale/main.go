@@ -18,6 +18,9 @@
 // the largest ratio over the queries whose time at the first size is at
 // least 0.1 ms (below that, timer resolution and caches dominate). Index
 // directories go under -dir and are removed after each size unless -keep.
+// With -times FILE, each query's time at each size is written to FILE (tab
+// separated: passages, query number, milliseconds, query), to find the
+// queries that grow most.
 //
 //	go run ./retrieve/bm25/scale -sizes 1000000,5000000,21000000
 //
@@ -66,6 +69,7 @@ type config struct {
 	words   int
 	keep    bool
 	write   string
+	times   string
 	// child mode
 	phase string
 	n     int
@@ -80,6 +84,7 @@ func main() {
 	flag.IntVar(&c.queries, "queries", 1000, "number of queries")
 	flag.IntVar(&c.words, "words", 100, "words per passage")
 	flag.BoolVar(&c.keep, "keep", false, "keep the index directories")
+	flag.StringVar(&c.times, "times", "", "write each query's time at each size to `FILE` (passages, query, ms, text; tab separated)")
 	flag.StringVar(&c.write, "write", "", "write the corpus of the first size and the queries to `DIR` (corpus.jsonl, queries.tsv), for other engines, instead of measuring")
 	flag.StringVar(&c.phase, "phase", "", "internal: build or search, run as a child process")
 	flag.IntVar(&c.n, "n", 0, "internal: corpus size of the child")
@@ -134,6 +139,12 @@ type searchResult struct {
 
 func run(c config) error {
 	var base []float64
+	var times strings.Builder
+	texts := make([]string, c.queries)
+	w := synth.NewWords(querySeed)
+	for i := range texts {
+		texts[i] = w.Query()
+	}
 	for _, n := range c.sizes {
 		dir := filepath.Join(c.dir, fmt.Sprintf("distill-scale-%d", n))
 		if err := os.RemoveAll(dir); err != nil {
@@ -163,6 +174,14 @@ func run(c config) error {
 		for i, t := range s.Times {
 			if i < len(base) && base[i] >= 1e-4 {
 				worst = max(worst, t/base[i])
+			}
+		}
+		for i, t := range s.Times {
+			fmt.Fprintf(&times, "%d\t%d\t%.4f\t%s\n", n, i, 1000*t, texts[i])
+		}
+		if c.times != "" {
+			if err := os.WriteFile(c.times, []byte(times.String()), 0o644); err != nil {
+				return err
 			}
 		}
 		sorted := slices.Clone(s.Times)
