@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -149,23 +148,12 @@ func TestBlockSkipping(t *testing.T) {
 	}
 	defer full.Close()
 	full.exhaustive = true
-	ctx := context.Background()
 	skipped := 0
 	for _, text := range []string{"alpha beta", "alpha", "beta alpha gamma", "alpha beta filler"} {
 		for _, k := range []int{1, 10, 50} {
 			for _, exclude := range [][]string{nil, {"p00000", "p00997"}, {"p00002", "p19938", "p12345"}} {
 				q := retrieve.Query{Text: text, K: k, Exclude: exclude}
-				want, err := full.Search(ctx, q)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got, err := x.Search(ctx, q)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Fatalf("query %q k=%d exclude=%v: differs (-exhaustive +block-max):\n%s", text, k, exclude, diff)
-				}
+				sameHits(t, full, x, q, "block-max against exhaustive")
 				s := x.scratch.Get().(*searcher)
 				if _, err := s.search(x, q); err != nil {
 					t.Fatal(err)
@@ -194,18 +182,7 @@ func TestBlockSkipping(t *testing.T) {
 func TestDamagedBlocks(t *testing.T) {
 	g := newGenerator(23, 3000)
 	ps := g.corpus(3000)
-	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	index, err := os.ReadFile(filepath.Join(dir, indexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	docs, err := os.ReadFile(filepath.Join(dir, docsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	index, docs := buildFiles(t, ps)
 	h, err := decodeHeader(index)
 	if err != nil {
 		t.Fatal(err)

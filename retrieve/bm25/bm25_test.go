@@ -360,18 +360,7 @@ func TestClosed(t *testing.T) {
 // searching must fail with an error or work, never panic.
 func TestDamagedIndex(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "idx")
-	if _, err := Build(ctx, dir, data.NewPassageSlice(retrievetest.Corpus()), BuildOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	origIndex, err := os.ReadFile(filepath.Join(dir, indexFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	origDocs, err := os.ReadFile(filepath.Join(dir, docsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	origIndex, origDocs := buildFiles(t, retrievetest.Corpus())
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 600 {
 		index, docs := slices.Clone(origIndex), slices.Clone(origDocs)
@@ -669,5 +658,42 @@ func TestLuceneNorms(t *testing.T) {
 		if math.Abs(h.Score-want[i]) > 1e-5 {
 			t.Errorf("hit %d (%s): score %v, want %v", i, h.ID, h.Score, want[i])
 		}
+	}
+}
+
+// buildFiles builds an index of ps in a temporary directory and returns
+// its two files' bytes, for tests that damage or rewrite them.
+func buildFiles(t *testing.T, ps []data.Passage) (index, docs []byte) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "idx")
+	if _, err := Build(context.Background(), dir, data.NewPassageSlice(ps), BuildOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	index, err := os.ReadFile(filepath.Join(dir, indexFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err = os.ReadFile(filepath.Join(dir, docsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return index, docs
+}
+
+// sameHits searches want and got with q and fails the test, saying what
+// got is, when their hits differ.
+func sameHits(t *testing.T, want, got *Index, q retrieve.Query, what string) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := want.Search(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := got.Search(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Fatalf("query %q k=%d exclude=%v: %s differs (-want +got):\n%s", q.Text, q.K, q.Exclude, what, diff)
 	}
 }

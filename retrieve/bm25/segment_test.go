@@ -3,11 +3,10 @@ package bm25
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve"
@@ -78,7 +77,6 @@ func TestReadsOldVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for _, version := range []uint32{1, 2} {
 		old, err := newIndex(downgrade(t, index, version), docs)
 		if err != nil {
@@ -88,18 +86,7 @@ func TestReadsOldVersions(t *testing.T) {
 			t.Fatalf("version %d index: term-to-list table %v, blocks %v", version, old.termList != nil, old.blockOff != nil)
 		}
 		for range 200 {
-			q := retrieve.Query{Text: g.query(), K: 10}
-			want, err := cur.Search(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := old.Search(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("query %q: version %d differs (-current +old):\n%s", q.Text, version, diff)
-			}
+			sameHits(t, cur, old, retrieve.Query{Text: g.query(), K: 10}, fmt.Sprintf("version %d against the current", version))
 		}
 	}
 }
