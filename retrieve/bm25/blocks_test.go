@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -139,15 +138,7 @@ func skipCorpus(n int) []data.Passage {
 // exactly what scoring every posting does, with exclusions of hits inside
 // and outside the skipped blocks.
 func TestBlockSkipping(t *testing.T) {
-	ps := skipCorpus(20_000)
-	dir := filepath.Join(t.TempDir(), "idx")
-	x := buildIn(t, dir, ps, BuildOptions{})
-	full, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	full.exhaustive = true
+	x, full := buildPruned(t, skipCorpus(20_000))
 	skipped := 0
 	for _, text := range []string{"alpha beta", "alpha", "beta alpha gamma", "alpha beta filler"} {
 		for _, k := range []int{1, 10, 50} {

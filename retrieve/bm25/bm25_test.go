@@ -502,14 +502,7 @@ func TestTokenTable(t *testing.T) {
 func TestPruningChangesNothing(t *testing.T) {
 	g := newGenerator(11, 20_000)
 	ps := g.corpus(20_000)
-	dir := filepath.Join(t.TempDir(), "idx")
-	x := buildIn(t, dir, ps, BuildOptions{})
-	full, err := Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
-	full.exhaustive = true
+	x, full := buildPruned(t, ps)
 	rng := rand.New(rand.NewPCG(5, 6))
 	ctx := context.Background()
 	pruned := 0
@@ -696,4 +689,19 @@ func sameHits(t *testing.T, want, got *Index, q retrieve.Query, what string) {
 	if diff := cmp.Diff(w, g); diff != "" {
 		t.Fatalf("query %q k=%d exclude=%v: %s differs (-want +got):\n%s", q.Text, q.K, q.Exclude, what, diff)
 	}
+}
+
+// buildPruned builds an index of ps and opens it twice: as searches use it,
+// and scoring every posting (exhaustive), to check the one against the other.
+func buildPruned(t *testing.T, ps []data.Passage) (x, full *Index) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "idx")
+	x = buildIn(t, dir, ps, BuildOptions{})
+	full, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { full.Close() })
+	full.exhaustive = true
+	return x, full
 }
