@@ -249,7 +249,9 @@ func openParquetFile(f *os.File, path string) (pf *parquet.File, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open parquet %s: %w", path, err)
 	}
-	pf, err = parquet.OpenFile(f, st.Size())
+	// Rows are read in order, never looked up: the page index (a few
+	// entries a page, tens of megabytes for a large file) is not read.
+	pf, err = parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, fmt.Errorf("open parquet %s: %w", path, err)
 	}
