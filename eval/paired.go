@@ -277,16 +277,21 @@ func mcNemarExact(b, c int) float64 {
 // ScoreRow.Variant, in the order of names) with Baseline; nil when the
 // baseline did not run.
 func PairedAgainstBaseline(names []string, rows map[string][]ScoreRow) []Paired {
-	base, ok := rows[Baseline]
-	if !ok {
+	if _, ok := rows[Baseline]; !ok {
 		return nil
 	}
+	return pairedAgainstBaseline(names, func(v string) iter.Seq[ScoreRow] { return slices.Values(rows[v]) })
+}
+
+// pairedAgainstBaseline compares every variant of names but Baseline with
+// Baseline, the rows of a variant coming from rows.
+func pairedAgainstBaseline(names []string, rows func(variant string) iter.Seq[ScoreRow]) []Paired {
 	var out []Paired
 	for _, name := range names {
 		if name == Baseline {
 			continue
 		}
-		p := ComparePaired(base, rows[name])
+		p := comparePaired(rows(Baseline), rows(name))
 		p.Variant, p.Baseline = name, Baseline
 		out = append(out, p)
 	}
@@ -392,14 +397,5 @@ func (t *scoreTable) paired(names []string) []Paired {
 	if _, ok := t.cells[Baseline]; !ok {
 		return nil
 	}
-	var out []Paired
-	for _, name := range names {
-		if name == Baseline {
-			continue
-		}
-		p := comparePaired(t.rows(Baseline), t.rows(name))
-		p.Variant, p.Baseline = name, Baseline
-		out = append(out, p)
-	}
-	return out
+	return pairedAgainstBaseline(names, t.rows)
 }
