@@ -17,7 +17,11 @@ type searcher struct {
 	an      Analyzer
 	terms   []queryTerm
 	rests   []float32
-	wrests  []float32
+	wb      []float32 // each term's bound in the current window
+	order   []int
+	look    []int
+	lrest   []float32
+	sink    uint16 // keeps the norms' early loads (see walk)
 	lists   []cursor
 	contrib []float32
 	pruned  bool // whether the last search skipped part of its postings
@@ -40,6 +44,7 @@ type cursor struct {
 	lasts []uint32
 	maxes []float32
 	blk   int
+	sink  uint32 // keeps the early loads of seek
 }
 
 // seek moves the cursor to the first posting at or after d, found through
@@ -53,8 +58,25 @@ func (c *cursor) seek(d uint32, shift uint) {
 		c.pos = len(c.docs)
 		return
 	}
-	c.pos = max(c.pos, b<<shift)
-	c.pos += gallop(c.docs[c.pos:], d)
+	lo, hi := b<<shift, len(c.docs)
+	if b+1 < len(c.lasts) {
+		hi = (b + 1) << shift
+	}
+	if c.pos >= lo {
+		// Already in the block: the next postings are the likeliest.
+		c.pos += gallop(c.docs[c.pos:hi], d)
+		return
+	}
+	// A block not read yet: its lines are loaded together first (the
+	// loads do not wait on each other), then searched, rather than paying
+	// a cache miss at each step of the search in a large index.
+	docs := c.docs[lo:hi]
+	var sink uint32
+	for j := 0; j < len(docs); j += 16 {
+		sink |= docs[j]
+	}
+	c.sink = sink
+	c.pos = lo + gallop(docs, d)
 }
 
 // block returns the first block of the list that ends at or after d
@@ -162,7 +184,7 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	}
 	s.lists = lists
 	s.contrib = slices.Grow(s.contrib[:0], n)[:n]
-	s.wrests = slices.Grow(s.wrests[:0], n+1)[:n+1]
+	s.wb = slices.Grow(s.wb[:0], n)[:n]
 	s.pruned, s.skipped = false, 0
 
 	// cut is theta less a margin for rounding: a document is dropped only
@@ -204,16 +226,20 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 //
 // The documents are taken in windows: from the next document d to the
 // first end of a block at or after d among the essential lists, so that
-// each essential list's postings in the window lie in one block. The
-// blocks' bounds (for a non-essential list, the largest of its blocks in
-// the window), summed, bound every score in the window; a window whose
-// bound stays below cut is skipped whole, and within the others the
-// blocks' bounds, tighter than the lists', drop documents sooner
-// ("block-max MaxScore"). Windows follow the essential lists only: cut at
-// every block end of a long non-essential list, they would be too short
-// to skip much and cost a bound each.
+// each essential list's postings in the window lie in one block. Each
+// term's block bound in the window (for a non-essential list, the largest
+// of its blocks there; 0 for a list with no posting there) bounds what it
+// adds to a score in the window, and the window is a max-score search of
+// its own ("block-max MaxScore"): the essential terms of the smallest
+// window bounds, added while their bounds and the non-essential ones' stay
+// below cut, are looked up rather than walked there, and a window where
+// that takes them all is skipped whole. A term whose list-wide bound is
+// set by a few outliers (a short document that repeats it) then costs its
+// walk only where its blocks are high. Windows follow the essential lists
+// only: cut at every block end of a long non-essential list, they would
+// be too short to skip much and cost a bound each.
 func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []candidate {
-	terms, rests, wrests, lists, contrib := s.terms, s.rests, s.wrests, s.lists, s.contrib
+	terms, rests, lists, contrib, wb := s.terms, s.rests, s.lists, s.contrib, s.wb
 	n := len(terms)
 	top := s.top[:0]
 	lower := func() {
@@ -224,9 +250,8 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 	}
 	lower()
 	norm, shift := &x.norm, x.blockShift
-	// The next document is found while the current one is scored, and its
-	// norm loaded then, so that the load (a cache miss, in a large index)
-	// overlaps the work on the current one.
+	// next returns the first document at or after the lists' places among
+	// those of terms[:essential].
 	next := func() uint32 {
 		d := uint32(math.MaxUint32)
 		for i := range lists[:essential] {
@@ -237,8 +262,8 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 		}
 		return d
 	}
-	// window sets wrests[i] to the bound of what terms[i:] can add to a
-	// document from d to the window's end, which it returns.
+	// window sets wb[i] to the bound of what terms[i] can add to a document
+	// from d to the window's end, which it returns.
 	window := func(d uint32) uint32 {
 		end := uint32(math.MaxUint32)
 		for i := range lists[:essential] {
@@ -247,10 +272,9 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 				end = min(end, c.lasts[b])
 			}
 		}
-		wrests[n] = 0
-		for i := n - 1; i >= 0; i-- {
+		for i := range lists {
 			c := &lists[i]
-			wrests[i] = wrests[i+1]
+			wb[i] = 0
 			if i >= essential {
 				// The largest bound of the list's blocks in the window, or
 				// the list's when they are many.
@@ -266,110 +290,204 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 					}
 					m = max(m, c.maxes[j])
 				}
-				wrests[i] += min(terms[i].w*m*boundSlack, terms[i].bound)
+				wb[i] = min(terms[i].w*m*boundSlack, terms[i].bound)
 				continue
 			}
 			// A list whose next posting comes after the window adds nothing.
 			if c.blk < len(c.lasts) && c.pos < len(c.docs) && c.docs[c.pos] <= end {
-				wrests[i] += terms[i].w * c.maxes[c.blk] * boundSlack
+				wb[i] = terms[i].w * c.maxes[c.blk] * boundSlack
 			}
 		}
 		return end
 	}
-	d := next()
-	var nd float32
-	if d != math.MaxUint32 {
-		nd = norm.of(d)
-	}
-	end := int64(-1) // the current window ends at end
-	for ; essential > 0 && d != math.MaxUint32 && limit > 0; limit-- {
-		if int64(d) > end {
-			end = int64(window(d))
+	for essential > 0 && limit > 0 {
+		d := next()
+		if d == math.MaxUint32 {
+			break
 		}
-		if wrests[0] < cut {
-			// Nothing in the window can reach the top k.
+		end := window(d)
+		walked, look, lrest := s.split(essential, cut)
+		if len(walked) < essential {
 			s.pruned = true
+		}
+		if len(walked) == 0 {
+			// Nothing in the window can reach the top k.
 			s.skipped++
+			limit--
 			if end == math.MaxUint32 {
 				break
 			}
 			for i := range lists[:essential] {
 				c := &lists[i]
-				c.pos += gallop(c.docs[c.pos:], uint32(end)+1)
-			}
-			if d = next(); d != math.MaxUint32 {
-				nd = norm.of(d)
+				c.pos += gallop(c.docs[c.pos:], end+1)
 			}
 			continue
 		}
-		var score float32
-		after := uint32(math.MaxUint32)
-		for i := range lists[:essential] {
+		// The documents of the walked lists in the window, in order. Their
+		// norms are read first, in one pass whose loads do not wait on
+		// each other: in a large index each is a cache miss, which one
+		// document at a time would pay one after the other (at 21M
+		// passages this halves the median query). The next document is
+		// then found while the current one is scored.
+		d = uint32(math.MaxUint32)
+		var sink uint16
+		for _, i := range walked {
 			c := &lists[i]
-			contrib[i] = 0
-			if c.pos < len(c.docs) && c.docs[c.pos] == d {
-				tf := float32(c.tfs[c.pos])
-				contrib[i] = terms[i].w * tf / (tf + nd)
-				c.pos++
+			if c.pos < len(c.docs) && c.docs[c.pos] < d {
+				d = c.docs[c.pos]
 			}
-			if c.pos < len(c.docs) && c.docs[c.pos] < after {
-				after = c.docs[c.pos]
-			}
-			score += contrib[i]
-		}
-		var nextNorm float32
-		if after != math.MaxUint32 {
-			nextNorm = norm.of(after)
-		}
-		cur, curNorm := d, nd
-		d, nd = after, nextNorm
-		kept := true
-		for i := essential; i < n; i++ {
-			if score+wrests[i] < cut {
-				kept = false
-				break
-			}
-			c := &lists[i]
-			c.seek(cur, shift)
-			if c.pos < len(c.docs) && c.docs[c.pos] == cur {
-				tf := float32(c.tfs[c.pos])
-				score += terms[i].w * tf / (tf + curNorm)
+			for _, doc := range c.docs[c.pos:] {
+				if doc > end {
+					break
+				}
+				sink |= norm.short[doc]
 			}
 		}
-		if !kept {
-			s.pruned = true
-			continue
+		s.sink = sink
+		var nd float32
+		if d <= end && d != math.MaxUint32 {
+			nd = norm.of(d)
 		}
-		// Documents come in corpus order: one that only ties the k-th
-		// comes later, so it is worse.
-		if len(top) == k && score <= top[0].score {
-			continue
-		}
-		if slices.Contains(s.exclude, cur) {
-			continue
-		}
-		c := candidate{score: score, doc: cur}
-		if len(top) < k {
-			top = append(top, c)
-			siftUp(top, len(top)-1)
-		} else {
-			top[0] = c
-			siftDown(top, 0)
-		}
-		if len(top) == k && !x.exhaustive {
-			cut = max(cut, top[0].score*(1-1e-6))
-			before := essential
-			lower()
-			if essential < before {
-				// Fewer lists: the next document is the first of those.
-				if d = next(); d != math.MaxUint32 {
-					nd = norm.of(d)
+		done := end // the last document of the window dealt with
+		for ; d <= end && d != math.MaxUint32 && limit > 0; limit-- {
+			var partial float32
+			after := uint32(math.MaxUint32)
+			for _, i := range walked {
+				c := &lists[i]
+				contrib[i] = 0
+				if c.pos < len(c.docs) && c.docs[c.pos] == d {
+					tf := float32(c.tfs[c.pos])
+					contrib[i] = terms[i].w * tf / (tf + nd)
+					c.pos++
+				}
+				if c.pos < len(c.docs) && c.docs[c.pos] < after {
+					after = c.docs[c.pos]
+				}
+				partial += contrib[i]
+			}
+			var nextNorm float32
+			if after <= end && after != math.MaxUint32 {
+				nextNorm = norm.of(after)
+			}
+			cur, curNorm := d, nd
+			d, nd = after, nextNorm
+			kept := true
+			for j, i := range look {
+				if partial+lrest[j] < cut {
+					kept = false
+					break
+				}
+				c := &lists[i]
+				contrib[i] = 0
+				c.seek(cur, shift)
+				if c.pos < len(c.docs) && c.docs[c.pos] == cur {
+					tf := float32(c.tfs[c.pos])
+					contrib[i] = terms[i].w * tf / (tf + curNorm)
+					partial += contrib[i]
 				}
 			}
+			if !kept {
+				s.pruned = true
+				continue
+			}
+			// The score adds the contributions in the terms' order, however
+			// they were found, so that it is the same in every search.
+			var score float32
+			for i := range n {
+				score += contrib[i]
+			}
+			// Documents come in corpus order: one that only ties the k-th
+			// comes later, so it is worse.
+			if len(top) == k && score <= top[0].score {
+				continue
+			}
+			if slices.Contains(s.exclude, cur) {
+				continue
+			}
+			c := candidate{score: score, doc: cur}
+			if len(top) < k {
+				top = append(top, c)
+				siftUp(top, len(top)-1)
+			} else {
+				top[0] = c
+				siftDown(top, 0)
+			}
+			if len(top) == k && !x.exhaustive {
+				// A higher cut drops more documents at once, and may
+				// leave fewer lists to walk from the next window on.
+				cut = max(cut, top[0].score*(1-1e-6))
+				lower()
+			}
+		}
+		// The lists not walked skip what the window covered.
+		for i := range lists[:essential] {
+			c := &lists[i]
+			if c.pos < len(c.docs) && c.docs[c.pos] <= done {
+				c.pos += gallop(c.docs[c.pos:], done+1)
+			}
+		}
+		if done == math.MaxUint32 || limit == 0 {
+			break
 		}
 	}
 	s.top = top
 	return top
+}
+
+// split divides the terms for a window whose bounds are in s.wb: walked
+// are the essential terms (of terms[:essential]) whose lists the window
+// walks, look the others, looked up for each document walked, by
+// decreasing bound, and lrest[j] bounds what look[j:] add together. The
+// terms looked up are the non-essential ones and the essential ones of the
+// smallest window bounds while the bounds of all those looked up stay
+// below cut: a document that none of the walked lists holds stays below
+// it.
+func (s *searcher) split(essential int, cut float32) (walked, look []int, lrest []float32) {
+	wb := s.wb
+	n := len(wb)
+	// The essential terms by increasing window bound.
+	order := s.order[:0]
+	for i := range essential {
+		j := len(order)
+		order = append(order, i)
+		for ; j > 0 && wb[order[j-1]] > wb[i]; j-- {
+			order[j] = order[j-1]
+		}
+		order[j] = i
+	}
+	s.order = order
+	var sum float32
+	for i := essential; i < n; i++ {
+		sum += wb[i]
+	}
+	m := 0
+	for m < len(order) && sum+wb[order[m]] < cut {
+		sum += wb[order[m]]
+		m++
+	}
+	walked = order[m:]
+	look = append(s.look[:0], order[:m]...)
+	for i := essential; i < n; i++ {
+		look = append(look, i)
+	}
+	// By decreasing bound: a document is dropped the sooner.
+	slices.SortStableFunc(look, func(a, b int) int {
+		switch {
+		case wb[a] > wb[b]:
+			return -1
+		case wb[a] < wb[b]:
+			return 1
+		}
+		return 0
+	})
+	s.look = look
+	lrest = slices.Grow(s.lrest[:0], len(look)+1)[:len(look)+1]
+	lrest[len(look)] = 0
+	for j := len(look) - 1; j >= 0; j-- {
+		lrest[j] = lrest[j+1] + wb[look[j]]
+	}
+	s.lrest = lrest
+	return walked, look, lrest
 }
 
 // parse analyses the query into distinct index terms with their weights and
