@@ -114,6 +114,11 @@ const seedDocs = 4096
 // a window reads; past that, it takes the list's.
 const maxWindowBlocks = 8
 
+// A list of fewer than one document in sparseList has the norms of its
+// documents read ahead (see walk): those of a denser one share cache
+// lines (32 norms a line) and are read in order.
+const sparseList = 32
+
 // boundSlack covers float32 rounding between a term's bound and the
 // contributions actually added, so pruning never drops a true top-k hit.
 const boundSlack = 1 + 1e-4
@@ -336,6 +341,10 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 			if c.pos < len(c.docs) && c.docs[c.pos] < d {
 				d = c.docs[c.pos]
 			}
+			if len(c.docs) > x.n/sparseList {
+				// Dense: the norms share cache lines, read in order.
+				continue
+			}
 			for _, doc := range c.docs[c.pos:] {
 				if doc > end {
 					break
@@ -466,20 +475,23 @@ func (s *searcher) split(essential int, cut float32) (walked, look []int, lrest 
 		m++
 	}
 	walked = order[m:]
-	look = append(s.look[:0], order[:m]...)
-	for i := essential; i < n; i++ {
+	// The others by decreasing bound (a document is dropped the sooner),
+	// in the terms' order among equal bounds.
+	look = s.look[:0]
+	add := func(i int) {
+		j := len(look)
 		look = append(look, i)
-	}
-	// By decreasing bound: a document is dropped the sooner.
-	slices.SortStableFunc(look, func(a, b int) int {
-		switch {
-		case wb[a] > wb[b]:
-			return -1
-		case wb[a] < wb[b]:
-			return 1
+		for ; j > 0 && (wb[look[j-1]] < wb[i] || wb[look[j-1]] == wb[i] && look[j-1] > i); j-- {
+			look[j] = look[j-1]
 		}
-		return 0
-	})
+		look[j] = i
+	}
+	for _, i := range order[:m] {
+		add(i)
+	}
+	for i := essential; i < n; i++ {
+		add(i)
+	}
 	s.look = look
 	lrest = slices.Grow(s.lrest[:0], len(look)+1)[:len(look)+1]
 	lrest[len(look)] = 0
