@@ -173,10 +173,13 @@ func syncDir(dir string) {
 // ParquetReader streams the rows of a parquet file as values of type T.
 // It is not safe for concurrent use.
 type ParquetReader[T any] struct {
-	path   string
-	f      *os.File
-	file   *parquet.File
+	path string
+	f    *os.File
+	file *parquet.File
+	// r reads row group next-1 of the file; each row group has its own
+	// reader, closed before the next is opened (see Read).
 	r      *parquet.GenericReader[T]
+	next   int
 	closed bool
 	// absentLists are the fields of T, by index, that are lists the file
 	// has no column for: parquet-go reads them as one zero element, and
@@ -211,9 +214,30 @@ func (r *ParquetReader[T]) open() (err error) {
 			err = fmt.Errorf("open parquet %s: %v", r.path, p)
 		}
 	}()
-	r.r = parquet.NewGenericReader[T](r.file)
 	r.absentLists = absentLists[T](r.file.Schema())
+	r.nextGroup()
 	return nil
+}
+
+// nextGroup opens a reader of the next row group, closing the current one;
+// false when there is none. A reader of the whole file would keep state
+// and buffers for every row group as it goes, so that its memory grows
+// with the file; a reader of one row group at a time keeps one's.
+func (r *ParquetReader[T]) nextGroup() bool {
+	groups := r.file.RowGroups()
+	if r.r != nil {
+		if r.next >= len(groups) {
+			return false
+		}
+		r.r.Close()
+	}
+	if r.next < len(groups) {
+		r.r = parquet.NewGenericRowGroupReader[T](groups[r.next])
+	} else {
+		r.r = parquet.NewGenericReader[T](r.file) // no row group: no rows
+	}
+	r.next++
+	return true
 }
 
 // absentLists returns the indexes of the fields of T (a struct) that are
@@ -277,7 +301,15 @@ func (r *ParquetReader[T]) Read(rows []T) (n int, err error) {
 			n, err = 0, fmt.Errorf("read parquet %s: %v", r.path, p)
 		}
 	}()
-	n, err = r.r.Read(rows)
+	for {
+		n, err = r.r.Read(rows)
+		if err != io.EOF || n > 0 || !r.nextGroup() {
+			break
+		}
+	}
+	if err == io.EOF && r.next < len(r.file.RowGroups()) {
+		err = nil // the next row group's rows come with the next call
+	}
 	for i := range rows[:n] {
 		v := reflect.ValueOf(&rows[i]).Elem()
 		for _, f := range r.absentLists {

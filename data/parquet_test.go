@@ -157,6 +157,65 @@ func TestParquetReaderStreams(t *testing.T) {
 	}
 }
 
+// A file of many row groups is read one row group at a time: every row
+// comes once, in order, whatever the size of the reads, and io.EOF comes
+// with or after the last.
+func TestParquetReaderRowGroups(t *testing.T) {
+	rows := make([]Question, 50)
+	for i := range rows {
+		rows[i] = Question{ID: fmt.Sprint("q", i), Text: strings.Repeat("x", i), Answers: []string{fmt.Sprint(i)}}
+	}
+	path := filepath.Join(t.TempDir(), "questions.parquet")
+	w, err := CreateParquet[Question](path, KindQuestions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, group := range [][2]int{{0, 5}, {5, 6}, {6, 20}, {20, 21}, {21, 50}} {
+		if err := w.Write(rows[group[0]:group[1]]); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if groups := len(openFooter(t, path).RowGroups()); groups != 5 {
+		t.Fatalf("got %d row groups, want 5", groups)
+	}
+	for _, size := range []int{1, 3, 5, 7, 50, 64} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			r, err := OpenParquet[Question](path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			var got []Question
+			for range 200 {
+				buf := make([]Question, size)
+				n, err := r.Read(buf)
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Read: %v", err)
+				}
+				if n == 0 {
+					t.Fatal("Read: no rows and no error")
+				}
+			}
+			if diff := cmp.Diff(rows, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("rows mismatch (-want +got):\n%s", diff)
+			}
+			if n, err := r.Read(make([]Question, 1)); n != 0 || err != io.EOF {
+				t.Errorf("Read after the end: got %d, %v, want 0, io.EOF", n, err)
+			}
+		})
+	}
+}
+
 func TestParquetWriterAbort(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "corpus.parquet")

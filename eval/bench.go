@@ -36,9 +36,10 @@ const (
 
 // Options configure Run.
 type Options struct {
-	// Questions are the questions; ByID the same by id, for the metrics.
+	// Questions are the questions; ByID finds the same by id, for the
+	// metrics and the traces.
 	Questions runner.Questions
-	ByID      map[string]data.Question
+	ByID      Questions
 	// Dataset names the questions in the report.
 	Dataset string
 	// Setup makes the variants; SetupFor, when set, makes each variant's
@@ -80,6 +81,13 @@ type Options struct {
 	// the benchmark warns, in its log and its report, when its own
 	// questions are among them.
 	JudgeTraining *JudgeTraining
+}
+
+// Questions finds questions by id: a data.QuestionStore, which holds them on
+// disk so that memory does not grow with them, or a data.QuestionMap. An
+// error is systemic (the store cannot be read) and ends the report.
+type Questions interface {
+	Question(id string) (data.Question, bool, error)
 }
 
 // Errors that callers branch on.
@@ -263,7 +271,11 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 				return err
 			}
 			scores.add(scoreRow(v.Name, res))
-			return tw.Add(traceQuestion(res, rows, o.ByID[res.ID]))
+			q, _, err := o.ByID.Question(res.ID) // found: the scorer did
+			if err != nil {
+				return err
+			}
+			return tw.Add(traceQuestion(res, rows, q))
 		})
 		if err != nil {
 			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)

@@ -38,8 +38,8 @@ func bm25Index(t *testing.T, passages []data.Passage) *bm25.Index {
 	return bm25test.Index(t, passages, bm25.BuildOptions{})
 }
 
-func byID(qs []data.Question) map[string]data.Question {
-	m := make(map[string]data.Question, len(qs))
+func byID(qs []data.Question) data.QuestionMap {
+	m := make(data.QuestionMap, len(qs))
 	for _, q := range qs {
 		m[q.ID] = q
 	}

@@ -317,7 +317,7 @@ func Compute(states []data.State, questions map[string]data.Question, usage []ll
 		}
 		groups[s.QuestionID] = append(groups[s.QuestionID], s)
 	}
-	sc := newScorer(questions, scoring, true)
+	sc := newScorer(data.QuestionMap(questions), scoring, true)
 	for _, id := range order {
 		if _, err := sc.add(groups[id]); err != nil {
 			return Metrics{}, nil, err
@@ -329,7 +329,7 @@ func Compute(states []data.State, questions map[string]data.Question, usage []ll
 // scorer scores a variant's questions one at a time, so that a benchmark
 // can stream its trajectories instead of holding them.
 type scorer struct {
-	questions map[string]data.Question
+	questions Questions
 	scoring   Scoring
 	tally     *tally
 	// keep says whether results keeps every result (Compute's); a
@@ -339,7 +339,7 @@ type scorer struct {
 	seen    map[string]bool
 }
 
-func newScorer(questions map[string]data.Question, scoring Scoring, keep bool) *scorer {
+func newScorer(questions Questions, scoring Scoring, keep bool) *scorer {
 	return &scorer{questions: questions, scoring: scoring, tally: newTally(), keep: keep, seen: map[string]bool{}}
 }
 
@@ -355,7 +355,10 @@ func (s *scorer) add(rows []data.State) (QuestionResult, error) {
 	case s.seen[id]:
 		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: its rows are not together", id)
 	}
-	q, ok := s.questions[id]
+	q, ok, err := s.questions.Question(id)
+	if err != nil {
+		return QuestionResult{}, fmt.Errorf("compute metrics: %w", err)
+	}
 	if !ok {
 		return QuestionResult{}, fmt.Errorf("compute metrics: question %s is not among the questions given", id)
 	}

@@ -136,59 +136,103 @@ func ComparePaired(base, variant []ScoreRow) Paired {
 // comparePaired is ComparePaired over rows as they come.
 func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 	p := Paired{}
-	type scores struct {
-		em, f1 float64
-		cal    Confusion
-	}
-	byID := make(map[string]scores)
+	// The baseline's scores by id; for an id given twice, the last.
+	index := map[string]int32{}
+	var (
+		ids    []string
+		scores []pairScores
+	)
 	for r := range base {
 		if p.Baseline == "" {
 			p.Baseline = r.Variant
 		}
-		byID[r.ID] = scores{r.EM, r.F1, r.Calibration}
+		s := pairScores{em: r.EM, f1: r.F1, cal: r.Calibration.counts()}
+		if k, ok := index[r.ID]; ok {
+			scores[k] = s
+			continue
+		}
+		index[r.ID] = int32(len(ids))
+		ids = append(ids, r.ID)
+		scores = append(scores, s)
 	}
-	type pair struct {
-		id       string
-		dEM, dF1 float64
-		cal      [2]Confusion
-	}
-	var pairs []pair
-	var calBase, calVar Confusion
+	pairs := make([]pair, 0, len(ids))
 	for v := range variant {
 		if p.Variant == "" {
 			p.Variant = v.Variant
 		}
-		b, ok := byID[v.ID]
-		if !ok {
-			continue
+		if k, ok := index[v.ID]; ok {
+			pairs = append(pairs, newPair(k, scores[k], pairScores{em: v.EM, f1: v.F1, cal: v.Calibration.counts()}))
 		}
-		pr := pair{id: v.ID, dEM: v.EM - b.em, dF1: v.F1 - b.f1, cal: [2]Confusion{b.cal, v.Calibration}}
-		pairs = append(pairs, pr)
-		calBase.plus(b.cal)
-		calVar.plus(v.Calibration)
+	}
+	pairedStats(&p, pairs, ids)
+	return p
+}
+
+// pairScores are a question's scores in one variant, as a paired
+// comparison holds them.
+type pairScores struct {
+	em, f1 float64
+	cal    [4]int32 // TP, FP, FN, TN
+}
+
+// pair is a question that both variants ran: the differences of its
+// scores, and its calibration counts in each (base first). key is its id's
+// index in the ids that pairedStats is given. A comparison holds one a
+// question: 64 bytes, no pointer.
+type pair struct {
+	key      int32
+	dEM, dF1 float64
+	cal      [2][4]int32
+}
+
+func newPair(key int32, b, v pairScores) pair {
+	return pair{key: key, dEM: v.em - b.em, dF1: v.f1 - b.f1, cal: [2][4]int32{b.cal, v.cal}}
+}
+
+// counts returns c as a pair holds it.
+func (c Confusion) counts() [4]int32 {
+	return [4]int32{int32(c.TP), int32(c.FP), int32(c.FN), int32(c.TN)}
+}
+
+// plusCounts adds counts (as a pair holds them) to c.
+func (c *Confusion) plusCounts(v [4]int32) {
+	c.TP += int(v[0])
+	c.FP += int(v[1])
+	c.FN += int(v[2])
+	c.TN += int(v[3])
+}
+
+// pairedStats fills in p's statistics from the pairs of its questions: the
+// wins and losses, the mean differences, McNemar's p and the bootstrap
+// intervals. The pairs are resampled in the order of their ids (ids[key]),
+// so that the intervals do not depend on the order of the rows.
+func pairedStats(p *Paired, pairs []pair, ids []string) {
+	var calBase, calVar Confusion
+	for i := range pairs {
+		pr := &pairs[i]
+		calBase.plusCounts(pr.cal[0])
+		calVar.plusCounts(pr.cal[1])
 		switch {
-		case v.F1 > b.f1:
+		case pr.dF1 > 0:
 			p.Won++
-		case v.F1 < b.f1:
+		case pr.dF1 < 0:
 			p.Lost++
 		default:
 			p.Tied++
 		}
 		switch {
-		case v.EM > b.em:
+		case pr.dEM > 0:
 			p.EMWon++
-		case v.EM < b.em:
+		case pr.dEM < 0:
 			p.EMLost++
 		}
 	}
-	// In id order, the resamples do not depend on the order the rows were
-	// written in (by workers finishing, or by shards merged).
-	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(a.id, b.id) })
+	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(ids[a.key], ids[b.key]) })
 	n := len(pairs)
 	p.Questions = n
 	p.McNemarP = mcNemarExact(p.EMWon, p.EMLost)
 	if n == 0 {
-		return p
+		return
 	}
 	var sEM, sF1 float64
 	for _, pr := range pairs {
@@ -211,8 +255,8 @@ func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 			pr := &pairs[rng.IntN(n)]
 			sEM += pr.dEM
 			sF1 += pr.dF1
-			cb.plus(pr.cal[0])
-			cv.plus(pr.cal[1])
+			cb.plusCounts(pr.cal[0])
+			cv.plusCounts(pr.cal[1])
 		}
 		em = append(em, percent(sEM, n))
 		f1 = append(f1, percent(sF1, n))
@@ -229,7 +273,6 @@ func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 	p.F1.Significant = excludesZero(p.F1)
 	p.FalsePositiveRate = bootstrapped(fp0, fp)
 	p.CompleteJudgedInsufficient = bootstrapped(cji0, cji)
-	return p
 }
 
 // bootstrapped is the difference diff with the interval of its bootstrap
@@ -392,10 +435,37 @@ func (t *scoreTable) write(w io.Writer) error {
 }
 
 // paired compares every variant of names with Baseline, as
-// PairedAgainstBaseline does; nil when the baseline did not run.
+// PairedAgainstBaseline does; nil when the baseline did not run. It finds
+// the baseline's cell of a question by its index in the table, not by its
+// id, and holds one pair a question of the variant compared.
 func (t *scoreTable) paired(names []string) []Paired {
-	if _, ok := t.cells[Baseline]; !ok {
+	base, ok := t.cells[Baseline]
+	if !ok {
 		return nil
 	}
-	return pairedAgainstBaseline(names, t.rows)
+	at := make([]int32, len(t.ids)) // the baseline's cell of each question, or -1
+	for i := range at {
+		at[i] = -1
+	}
+	for i, c := range base {
+		at[c.q] = int32(i)
+	}
+	var out []Paired
+	for _, name := range names {
+		if name == Baseline {
+			continue
+		}
+		cells := t.cells[name]
+		pairs := make([]pair, 0, len(cells))
+		for _, c := range cells {
+			if i := at[c.q]; i >= 0 {
+				b := base[i]
+				pairs = append(pairs, newPair(c.q, pairScores{em: b.em, f1: b.f1, cal: b.cal}, pairScores{em: c.em, f1: c.f1, cal: c.cal}))
+			}
+		}
+		p := Paired{Variant: name, Baseline: Baseline}
+		pairedStats(&p, pairs, t.ids)
+		out = append(out, p)
+	}
+	return out
 }

@@ -25,13 +25,13 @@ var sampleRun = sync.OnceValues(func() (string, error) {
 
 // trajectories returns the path of the sample rollout's trajectories and
 // the sample's questions by id.
-func trajectories(t *testing.T) (string, map[string]data.Question) {
+func trajectories(t *testing.T) (string, data.QuestionMap) {
 	t.Helper()
 	path, err := sampleRun()
 	if err != nil {
 		t.Fatal(err)
 	}
-	qs := make(map[string]data.Question)
+	qs := make(data.QuestionMap)
 	for _, q := range synth.Sample().Questions {
 		qs[q.ID] = q
 	}

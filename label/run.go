@@ -60,9 +60,9 @@ var (
 type Options struct {
 	// In is a rollout's trajectories.parquet.
 	In string
-	// Questions holds the questions of the states, by id: their gold titles
+	// Questions finds the questions of the states by id: their gold titles
 	// and answers are the retrieval truth recorded with every label.
-	Questions map[string]data.Question
+	Questions Questions
 	// Teacher labels each state Samples times (default 1).
 	Teacher Teacher
 	Samples int
@@ -110,6 +110,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Info describes the run for label.json.
 	Info Info
+}
+
+// Questions finds questions by id: a data.QuestionStore, which holds them on
+// disk so that memory does not grow with them, or a data.QuestionMap. An
+// error is systemic (the store cannot be read) and ends the run.
+type Questions interface {
+	Question(id string) (data.Question, bool, error)
 }
 
 // Progress is the state of a run, as Options.Progress sees it.
@@ -287,7 +294,11 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 				}
 				continue // the rest of the input is counted
 			}
-			q, ok := r.opts.Questions[s.QuestionID]
+			q, ok, err := r.opts.Questions.Question(s.QuestionID)
+			if err != nil {
+				yield(Item{}, err)
+				return
+			}
 			if count {
 				if err := seen.add(s.Key()); err != nil {
 					yield(Item{}, fmt.Errorf("%s: %w (merge shards with distill merge)", r.opts.In, err))

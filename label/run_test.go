@@ -46,7 +46,7 @@ func llmTeacher(t *testing.T, srv *llmtest.Server, temperature float64) (*LLMTea
 	return &LLMTeacher{Chatter: m, Model: teacherModel, Temperature: temperature}, m
 }
 
-func llmOptions(in, out string, qs map[string]data.Question, teacher *LLMTeacher, m *llm.Meter, samples int) Options {
+func llmOptions(in, out string, qs data.QuestionMap, teacher *LLMTeacher, m *llm.Meter, samples int) Options {
 	return Options{
 		In: in, Out: out, Questions: qs, Teacher: teacher, Samples: samples, Workers: 4,
 		Usage: func() []llm.Stats { return []llm.Stats{m.Snapshot()} },

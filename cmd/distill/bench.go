@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -149,6 +150,9 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if store, ok := opts.ByID.(io.Closer); ok {
+		defer store.Close()
+	}
 	if questionsPath == "" && opts.Out == "" {
 		opts.Out = defaultBenchOut
 	}
@@ -210,29 +214,34 @@ func benchAction(c *cli.Context) error {
 }
 
 // benchQuestions loads --questions (or the sample) into opts and returns
-// the sample's passages when it is the sample.
+// the sample's passages when it is the sample. The questions of a file go
+// to a data.QuestionStore (on disk, in $TMPDIR), so that memory does not
+// grow with them; the caller closes opts.ByID when it is an io.Closer.
 func benchQuestions(c *cli.Context, opts *eval.Options) ([]data.Passage, error) {
 	if path := c.Path("questions"); path != "" {
 		opts.Questions = runner.QuestionsFile(path)
-		opts.ByID = map[string]data.Question{}
-		for q, err := range opts.Questions {
-			if err != nil {
-				return nil, err
+		store, err := data.StoreQuestions(func(yield func(data.Question, error) bool) {
+			for q, err := range opts.Questions {
+				if err == nil && opts.Dataset == "" {
+					opts.Dataset = q.Dataset
+				}
+				if !yield(q, err) {
+					return
+				}
 			}
-			if _, dup := opts.ByID[q.ID]; !dup {
-				opts.ByID[q.ID] = q
-			}
-			if opts.Dataset == "" {
-				opts.Dataset = q.Dataset
-			}
+		}, "")
+		if err != nil {
+			return nil, err
 		}
+		opts.ByID = store
 		return nil, nil
 	}
 	w := synth.Sample()
-	opts.Questions, opts.ByID = runner.Slice(w.Questions), map[string]data.Question{}
+	byID := make(data.QuestionMap, len(w.Questions))
 	for _, q := range w.Questions {
-		opts.ByID[q.ID] = q
+		byID[q.ID] = q
 	}
+	opts.Questions, opts.ByID = runner.Slice(w.Questions), byID
 	if opts.Dataset == "" {
 		opts.Dataset = datasetSample + " (synthetic, built in)"
 	}
@@ -264,6 +273,9 @@ func benchMergeAction(c *cli.Context) error {
 	}
 	if _, err := benchQuestions(c, &opts); err != nil {
 		return err
+	}
+	if store, ok := opts.ByID.(io.Closer); ok {
+		defer store.Close()
 	}
 	if _, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts); err != nil {
 		return mergeError("bench merge", "bench merge: ", out, err, eval.ErrOptions)

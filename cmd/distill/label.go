@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,6 +94,9 @@ func labelAction(c *cli.Context) error {
 	opts, err := labelOptions(c)
 	if err != nil {
 		return err
+	}
+	if store, ok := opts.Questions.(io.Closer); ok {
+		defer store.Close()
 	}
 	prices, err := priceTable(c)
 	if err != nil {
@@ -259,9 +263,11 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	}, nil
 }
 
-// labelQuestions loads the questions of the states: --questions, --dataset,
-// or the questions the rollout's run.json names.
-func labelQuestions(c *cli.Context, in string) (map[string]data.Question, string, error) {
+// labelQuestions finds the questions of the states: --questions, --dataset,
+// or the questions the rollout's run.json names. Those of a file go to a
+// data.QuestionStore (on disk, in $TMPDIR), so that memory does not grow
+// with them; the caller closes it.
+func labelQuestions(c *cli.Context, in string) (label.Questions, string, error) {
 	path, dataset := c.Path("questions"), c.String("dataset")
 	switch {
 	case path != "" && dataset != "":
@@ -290,20 +296,16 @@ func labelQuestions(c *cli.Context, in string) (map[string]data.Question, string
 			}
 		}
 	}
-	qs := make(map[string]data.Question)
 	if dataset == datasetSample {
+		qs := make(data.QuestionMap)
 		for _, q := range synth.Sample().Questions {
 			qs[q.ID] = q
 		}
 		return qs, datasetSample + " (synthetic, built in)", nil
 	}
-	for q, err := range runner.QuestionsFile(path) {
-		if err != nil {
-			return nil, "", err
-		}
-		if _, dup := qs[q.ID]; !dup {
-			qs[q.ID] = q
-		}
+	qs, err := data.StoreQuestions(runner.QuestionsFile(path), "")
+	if err != nil {
+		return nil, "", err
 	}
 	return qs, path, nil
 }
