@@ -146,7 +146,7 @@ func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 		if p.Baseline == "" {
 			p.Baseline = r.Variant
 		}
-		s := pairScores{em: r.EM, f1: r.F1, cal: r.Calibration.counts()}
+		s := scoresOf(r)
 		if k, ok := index[r.ID]; ok {
 			scores[k] = s
 			continue
@@ -161,7 +161,7 @@ func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 			p.Variant = v.Variant
 		}
 		if k, ok := index[v.ID]; ok {
-			pairs = append(pairs, newPair(k, scores[k], pairScores{em: v.EM, f1: v.F1, cal: v.Calibration.counts()}))
+			pairs = append(pairs, newPair(k, scores[k], scoresOf(v)))
 		}
 	}
 	pairedStats(&p, pairs, ids)
@@ -183,6 +183,10 @@ type pair struct {
 	key      int32
 	dEM, dF1 float64
 	cal      [2][4]int32
+}
+
+func scoresOf(r ScoreRow) pairScores {
+	return pairScores{em: r.EM, f1: r.F1, cal: r.Calibration.counts()}
 }
 
 func newPair(key int32, b, v pairScores) pair {
@@ -320,21 +324,16 @@ func mcNemarExact(b, c int) float64 {
 // ScoreRow.Variant, in the order of names) with Baseline; nil when the
 // baseline did not run.
 func PairedAgainstBaseline(names []string, rows map[string][]ScoreRow) []Paired {
-	if _, ok := rows[Baseline]; !ok {
+	base, ok := rows[Baseline]
+	if !ok {
 		return nil
 	}
-	return pairedAgainstBaseline(names, func(v string) iter.Seq[ScoreRow] { return slices.Values(rows[v]) })
-}
-
-// pairedAgainstBaseline compares every variant of names but Baseline with
-// Baseline, the rows of a variant coming from rows.
-func pairedAgainstBaseline(names []string, rows func(variant string) iter.Seq[ScoreRow]) []Paired {
 	var out []Paired
 	for _, name := range names {
 		if name == Baseline {
 			continue
 		}
-		p := comparePaired(rows(Baseline), rows(name))
+		p := comparePaired(slices.Values(base), slices.Values(rows[name]))
 		p.Variant, p.Baseline = name, Baseline
 		out = append(out, p)
 	}
@@ -382,9 +381,8 @@ type scoreTable struct {
 // scoreCell is a ScoreRow without its strings: the question by its place
 // in scoreTable.ids.
 type scoreCell struct {
-	q      int32
-	em, f1 float64
-	cal    [4]int32 // TP, FP, FN, TN
+	q int32
+	pairScores
 }
 
 func newScoreTable() *scoreTable {
@@ -402,17 +400,15 @@ func (t *scoreTable) add(r ScoreRow) {
 	if _, ok := t.cells[r.Variant]; !ok {
 		t.variants = append(t.variants, r.Variant)
 	}
-	c := r.Calibration
-	t.cells[r.Variant] = append(t.cells[r.Variant], scoreCell{q: q, em: r.EM, f1: r.F1,
-		cal: [4]int32{int32(c.TP), int32(c.FP), int32(c.FN), int32(c.TN)}})
+	t.cells[r.Variant] = append(t.cells[r.Variant], scoreCell{q: q, pairScores: scoresOf(r)})
 }
 
 // rows returns a variant's rows in the order they were added.
 func (t *scoreTable) rows(variant string) iter.Seq[ScoreRow] {
 	return func(yield func(ScoreRow) bool) {
 		for _, c := range t.cells[variant] {
-			r := ScoreRow{Variant: variant, ID: t.ids[c.q], EM: c.em, F1: c.f1,
-				Calibration: Confusion{TP: int(c.cal[0]), FP: int(c.cal[1]), FN: int(c.cal[2]), TN: int(c.cal[3])}}
+			r := ScoreRow{Variant: variant, ID: t.ids[c.q], EM: c.em, F1: c.f1}
+			r.Calibration.plusCounts(c.cal)
 			if !yield(r) {
 				return
 			}
@@ -459,8 +455,7 @@ func (t *scoreTable) paired(names []string) []Paired {
 		pairs := make([]pair, 0, len(cells))
 		for _, c := range cells {
 			if i := at[c.q]; i >= 0 {
-				b := base[i]
-				pairs = append(pairs, newPair(c.q, pairScores{em: b.em, f1: b.f1, cal: b.cal}, pairScores{em: c.em, f1: c.f1, cal: c.cal}))
+				pairs = append(pairs, newPair(c.q, base[i].pairScores, c.pairScores))
 			}
 		}
 		p := Paired{Variant: name, Baseline: Baseline}
