@@ -22,7 +22,6 @@ import (
 // most the part being written and leaves at most a temporary file, which
 // RemoveTemps removes when the job resumes.
 
-// TmpMarker is in the name of every temporary file that CreateParquet,
 // RelativePath returns path relative to the directory dir (with ".."
 // where it lies outside it), for records that dir holds, so that the two
 // can move together; path as it is when it is empty or cannot be made so.
@@ -45,7 +44,9 @@ func RelativePath(dir, path string) string {
 	return rel
 }
 
-// WriteFileAtomic and WriteAtomic create: "." + name + ".tmp-" + random.
+// TmpMarker is in the name of every temporary file that CreateParquet,
+// WriteFileAtomic and WriteAtomic create: "." + name + ".tmp-" + random,
+// and of a parts directory being removed (DropParts).
 const TmpMarker = ".tmp-"
 
 // Numbered is a family of numbered files in one directory: Prefix, the
@@ -109,7 +110,8 @@ func ListParts(dir string) ([]Part, error) {
 }
 
 // RemoveTemps removes the temporary files that interrupted writes left in
-// dir and returns their names.
+// dir, and the parts directories that an interrupted DropParts left, and
+// returns their names.
 func RemoveTemps(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -120,10 +122,17 @@ func RemoveTemps(dir string) ([]string, error) {
 	}
 	var removed []string
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), ".") || !strings.Contains(e.Name(), TmpMarker) {
+		if !strings.HasPrefix(e.Name(), ".") || !strings.Contains(e.Name(), TmpMarker) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+		remove := os.Remove
+		switch {
+		case e.IsDir() && strings.HasSuffix(e.Name(), dropSuffix):
+			remove = os.RemoveAll
+		case !e.Type().IsRegular():
+			continue
+		}
+		if err := remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return removed, fmt.Errorf("clean %s: %w", dir, err)
 		}
 		removed = append(removed, e.Name())
@@ -148,6 +157,60 @@ func PrepareParts(out, parts string) (removed []string, err error) {
 		}
 	}
 	return removed, nil
+}
+
+// dropSuffix ends the name of a parts directory that DropParts is
+// removing: "." + name + TmpMarker + "drop".
+const dropSuffix = TmpMarker + "drop"
+
+// DropParts removes the parts directory of a job whose output file holds
+// everything the parts did, so that the rows are stored once. The
+// directory is first renamed (atomically) beside itself to a temporary
+// name that RemoveTemps recognises: a kill leaves either the parts whole
+// or a leftover that the next PrepareParts removes, never some parts
+// without the others.
+func DropParts(parts string) error {
+	gone := filepath.Join(filepath.Dir(parts), "."+filepath.Base(parts)+dropSuffix)
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("remove parts: %w", err)
+	}
+	if err := os.Rename(parts, gone); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("remove parts: %w", err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return fmt.Errorf("remove parts: %w", err)
+	}
+	return nil
+}
+
+// AdoptOutput makes the output file of a finished job the first part of
+// the job resumed: when the directory parts holds no part and output
+// exists, output is renamed to part 0 (atomically: the rows are at one of
+// the two places whenever the process is killed). It reports whether it
+// did. The output must hold whole units in part order, as a job's
+// assembly writes it.
+func AdoptOutput(output, parts string) (bool, error) {
+	have, err := ListParts(parts)
+	if err != nil || len(have) > 0 {
+		return false, err
+	}
+	if _, err := os.Stat(output); errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("resume from %s: %w", output, err)
+	}
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		return false, fmt.Errorf("resume from %s: %w", output, err)
+	}
+	if err := os.Rename(output, filepath.Join(parts, PartName(0))); err != nil {
+		return false, fmt.Errorf("resume from %s: %w", output, err)
+	}
+	syncDir(parts)
+	syncDir(filepath.Dir(output))
+	return true, nil
 }
 
 // EachRow calls fn with the rows of a parquet file of the given kind, in

@@ -40,8 +40,9 @@
 //  5. When every unit is written, the parts are read in order, and the
 //     last record of each selected unit is copied into the output file
 //     (Job.Count on each), which is then renamed into place; the report
-//     gets its final content (status done). When every unit of the output
-//     failed, Run says so (ErrAllFailed).
+//     gets its final content (status done), and the parts are removed
+//     (data.DropParts): a finished output stores its rows once. When
+//     every unit of the output failed, Run says so (ErrAllFailed).
 //
 // A systemic error (one that Work or Produce returned, a write that
 // failed, cancellation, Job.StopAfterFailures units failing in a row:
@@ -60,13 +61,17 @@
 // so that no unit is lost or written twice. A unit whose work failed (its
 // rows say so, Layout.Failure) is done again, unless Job.KeepFailed: its
 // new record goes to a new part, and replaces the failure in the output
-// (Header.Retried counts them). The output file
-// is written only when the parts hold every selected unit, so it is never
-// partial; resuming a finished run assembles it again from the parts. The
-// report is written when the run starts (stamped, so that it carries the
-// usage of the earlier invocations), at every checkpoint and at the end,
-// so that a resumed run adds its usage to theirs and counts its resumes.
-// The parts are kept: they are what resuming reads.
+// (Header.Retried counts them). The output file is written only when the
+// parts hold every selected unit, so it is never partial. Once it is
+// written the parts are removed; resuming a finished run makes its output
+// file part 0 (data.AdoptOutput: it holds each unit's last record, whole
+// units in order, as a part does), goes on from there and assembles the
+// output again. A kill between the output's rename and the parts' removal
+// leaves both: the parts are then the checkpoint, and the output is
+// written again from them. The report is written when the run starts
+// (stamped, so that it carries the usage of the earlier invocations), at
+// every checkpoint and at the end, so that a resumed run adds its usage
+// to theirs and counts its resumes.
 //
 // # Reports
 //

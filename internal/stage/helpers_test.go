@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -244,4 +245,46 @@ func failedIn(t *testing.T, dir string) map[string]string {
 func partsOf(t *testing.T, dir string) []data.Part {
 	t.Helper()
 	return testkit.Parts(t, filepath.Join(dir, PartsDir))
+}
+
+// runKeepingParts runs j to the end and returns copies of the parts it
+// assembled its output from (Run removes them once the output is
+// written), in a directory of their own.
+func runKeepingParts(t *testing.T, j Job[string, string, row, *testReport]) []data.Part {
+	t.Helper()
+	keep := t.TempDir()
+	finish := j.Finish
+	j.Finish = func() {
+		for _, p := range testkit.Parts(t, filepath.Join(j.Out, PartsDir)) {
+			b, err := os.ReadFile(p.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(keep, filepath.Base(p.Path)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if finish != nil {
+			finish()
+		}
+	}
+	if err := Run(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	return testkit.Parts(t, keep)
+}
+
+// checkNoParts checks that a finished output in dir holds its rows once:
+// no parts directory beside the output file, and no leftover of one.
+func checkNoParts(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			t.Errorf("a finished output holds the directory %s", e.Name())
+		}
+	}
 }

@@ -2,8 +2,10 @@ package stage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"os"
 	"path/filepath"
 
 	"github.com/distill-rag/distill/data"
@@ -21,13 +23,15 @@ type Plan[K comparable, U any] struct {
 	Parts, Next int
 
 	// last is each unit's last record in the parts; keep says failures
-	// are kept (done), not retried.
-	last  map[K]unitRecord
-	keep  bool
-	units func(ctx context.Context, count bool) iter.Seq2[U, error]
-	key   func(U) K
-	unit  string
-	input string
+	// are kept (done), not retried; finished says the one part is the
+	// output file of a finished run (no parts beside it).
+	last     map[K]unitRecord
+	finished bool
+	keep     bool
+	units    func(ctx context.Context, count bool) iter.Seq2[U, error]
+	key      func(U) K
+	unit     string
+	input    string
 }
 
 // unitRecord is where a unit's last record is: the number of its part,
@@ -38,7 +42,8 @@ type unitRecord struct {
 }
 
 // Select reads the keys of the units that the parts in the directory
-// parts hold (none when parts is ""), then ranges over the job's units
+// parts hold (none when parts is ""; the output file of a finished run
+// when the directory holds no part), then ranges over the job's units
 // once, with count set, to count the selected ones, those done and those
 // whose last record failed. A unit recorded twice in the parts, but for
 // failures done again, or units the run does not select (another input,
@@ -47,7 +52,7 @@ type unitRecord struct {
 func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R, P], parts string) (*Plan[K, U], error) {
 	p := &Plan[K, U]{last: make(map[K]unitRecord), keep: j.KeepFailed, units: j.Units, key: j.UnitKey, unit: j.Unit, input: j.Input}
 	if parts != "" {
-		if err := readParts(ctx, p, j.Layout, parts); err != nil {
+		if err := readParts(ctx, p, j.Layout, parts, filepath.Join(j.Out, j.File)); err != nil {
 			return nil, fmt.Errorf("read checkpoint: %w", err)
 		}
 	}
@@ -81,16 +86,28 @@ func (p *Plan[K, U]) done(k K) bool {
 // readParts reads the keys of the units of the committed parts in dir,
 // and which of them failed. A unit may be in more than one part only when
 // all its records but the last are failures: the failure of an earlier
-// invocation, done again by a later one.
-func readParts[K comparable, U, R any, P Report](ctx context.Context, p *Plan[K, U], l Layout[K, R, P], dir string) error {
+// invocation, done again by a later one. When dir holds no part, the
+// output file of a finished run (output) is the one part, as Run makes it
+// when it resumes.
+func readParts[K comparable, U, R any, P Report](ctx context.Context, p *Plan[K, U], l Layout[K, R, P], dir, output string) error {
 	parts, err := data.ListParts(dir)
 	if err != nil {
 		return err
 	}
+	where := partPath
+	if len(parts) == 0 {
+		if _, err := os.Stat(output); err == nil {
+			parts = []data.Part{{N: 0, Path: output}}
+			where = func(int) string { return filepath.Base(output) }
+			p.finished = true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
 	for _, part := range parts {
 		err := eachUnit(ctx, part.Path, l.Kind, l.Key, func(k K, rows []R) error {
 			if prev, ok := p.last[k]; ok && (prev.part == part.N || !prev.failed) {
-				return fmt.Errorf("%s appears twice (in %s and %s)", l.Describe(k), partPath(prev.part), partPath(part.N))
+				return fmt.Errorf("%s appears twice (in %s and %s)", l.Describe(k), where(prev.part), where(part.N))
 			}
 			p.last[k] = unitRecord{part: part.N, failed: l.failure(rows) != ""}
 			return nil

@@ -96,6 +96,14 @@ func (r *run[K, U, R, P]) begin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if plan.finished {
+		// A finished output holds its rows once, in its file: that file
+		// becomes the first part, the checkpoint the run goes on from.
+		if _, err := data.AdoptOutput(filepath.Join(r.j.Out, r.j.File), r.parts); err != nil {
+			return err
+		}
+		r.log.Info("resuming a finished output: its file is the first part", "file", r.j.File, "part", partPath(0))
+	}
 	r.plan = plan
 	r.pw = data.NewPartWriter[R](r.parts, r.j.Kind, plan.Next)
 	r.written = make(map[K]int)
@@ -395,6 +403,11 @@ func (r *run[K, U, R, P]) finish(ctx context.Context) error {
 	r.stamp(true)
 	r.h.Status = StatusDone
 	if err := r.writeReport(); err != nil {
+		return err
+	}
+	// The output file holds every unit's last record: the parts are not
+	// kept beside it (a resumed run makes the file its first part).
+	if err := data.DropParts(r.parts); err != nil {
 		return err
 	}
 	if n := r.prog.Selected; n > 0 && failed.n == n {

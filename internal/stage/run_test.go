@@ -57,9 +57,7 @@ func TestRunWritesEveryUnitOnce(t *testing.T) {
 			if last != want || calls == 0 {
 				t.Errorf("last progress %+v (of %d), want %+v", last, calls, want)
 			}
-			if got := len(partsOf(t, out)); got != tt.wantParts {
-				t.Errorf("%d parts, want %d", got, tt.wantParts)
-			}
+			checkNoParts(t, out)
 			rep, err := readTestReport(out)
 			if err != nil {
 				t.Fatal(err)
@@ -141,7 +139,8 @@ func TestRunReportAtStart(t *testing.T) {
 	if err := Run(t.Context(), j); err != nil {
 		t.Fatal(err)
 	}
-	want := testCounts{Selected: 20, AlreadyDone: 10, Parts: 2}
+	// The first run's output file is the resumed run's first part.
+	want := testCounts{Selected: 20, AlreadyDone: 10, Parts: 1}
 	if atStart == nil || atStart.Status != StatusRunning || atStart.Resumes != 1 || !cmp.Equal(atStart.Usage, first.usage) ||
 		atStart.CostUSD != 0.25 || atStart.Counts != want {
 		t.Errorf("report at the start of the resumed run: %+v; want running, resumed once, the first invocation's usage, counts %+v", atStart, want)
@@ -156,14 +155,11 @@ func TestRunResumeAfterKill(t *testing.T) {
 	s := newTestStage(40)
 	full := t.TempDir()
 	s.usage = []llm.Stats{{Role: "r", Model: "m", Requests: 1, CostUSD: 1}}
-	if err := Run(t.Context(), s.job(full, false)); err != nil {
-		t.Fatal(err)
-	}
+	parts := runKeepingParts(t, s.job(full, false))
 	prev, err := readTestReport(full)
 	if err != nil {
 		t.Fatal(err)
 	}
-	parts := partsOf(t, full)
 	for _, keep := range []int{0, 1, 3, len(parts)} {
 		t.Run(fmt.Sprintf("%d parts kept", keep), func(t *testing.T) {
 			out := t.TempDir()
@@ -210,8 +206,83 @@ func TestRunResumeAfterKill(t *testing.T) {
 					t.Errorf("leftover %s not removed: %v", name, err)
 				}
 			}
+			checkNoParts(t, out)
 		})
 	}
+}
+
+// TestRunResumeFinished: a finished output keeps its rows once, in its
+// file; resuming it (after a kill at any moment of the removal of the
+// parts, or of the resume's own start) goes on from that file and does
+// nothing again.
+func TestRunResumeFinished(t *testing.T) {
+	s := newTestStage(23)
+	full := t.TempDir()
+	parts := runKeepingParts(t, s.job(full, false))
+	output, err := os.ReadFile(filepath.Join(full, "out.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := os.ReadFile(filepath.Join(full, testReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoParts(t, full)
+	copyParts := func(t *testing.T, dir string) {
+		os.MkdirAll(dir, 0o755)
+		for _, p := range parts {
+			b, _ := os.ReadFile(p.Path)
+			os.WriteFile(filepath.Join(dir, filepath.Base(p.Path)), b, 0o644)
+		}
+	}
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, out string)
+	}{
+		{"finished", func(t *testing.T, out string) {}},
+		{"killed before the parts were removed", func(t *testing.T, out string) { copyParts(t, filepath.Join(out, PartsDir)) }},
+		{"killed while the parts were removed", func(t *testing.T, out string) {
+			copyParts(t, filepath.Join(out, "."+PartsDir+data.TmpMarker+"drop"))
+		}},
+		{"killed after the parts directory was made", func(t *testing.T, out string) { os.Mkdir(filepath.Join(out, PartsDir), 0o755) }},
+		{"killed after the output became part 0", func(t *testing.T, out string) {
+			os.Mkdir(filepath.Join(out, PartsDir), 0o755)
+			os.Rename(filepath.Join(out, "out.parquet"), filepath.Join(out, PartsDir, data.PartName(0)))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := t.TempDir()
+			os.WriteFile(filepath.Join(out, "out.parquet"), output, 0o644)
+			os.WriteFile(filepath.Join(out, testReportFile), report, 0o644)
+			tt.setup(t, out)
+			s2 := newTestStage(23)
+			j := s2.job(out, true)
+			var last Progress
+			j.Stamp = func(p Progress) { last = p }
+			if err := Run(t.Context(), j); err != nil {
+				t.Fatal(err)
+			}
+			if n := s2.started.Load(); n != 0 || last.AlreadyDone != 23 {
+				t.Errorf("%d units done again, %d already done; want none, 23", n, last.AlreadyDone)
+			}
+			if order := checkOutput(t, out, s.ids); !slices.Equal(order, s.wrote) {
+				t.Errorf("output order %v, want the first run's %v", order, s.wrote)
+			}
+			checkNoParts(t, out)
+		})
+	}
+	// Grown: the first run's units stay, the new ones are done.
+	s3 := newTestStage(30)
+	s3.ids = append(slices.Clone(s.ids), s3.ids[23:]...)
+	if err := Run(t.Context(), s3.job(full, true)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s3.started.Load(); n != 7 {
+		t.Errorf("%d units done, want the 7 new ones", n)
+	}
+	checkOutput(t, full, s3.ids)
+	checkNoParts(t, full)
 }
 
 // TestRunInterruptedThenResumed cancels runs after some units (as Ctrl-C
@@ -318,7 +389,7 @@ func TestRunRefuses(t *testing.T) {
 	twice := t.TempDir()
 	os.MkdirAll(filepath.Join(twice, PartsDir), 0o755)
 	for _, n := range []int{0, 1} {
-		b, _ := os.ReadFile(partsOf(t, done)[0].Path)
+		b, _ := os.ReadFile(filepath.Join(done, "out.parquet"))
 		os.WriteFile(filepath.Join(twice, PartsDir, data.PartName(n)), b, 0o644)
 	}
 	b, _ := os.ReadFile(filepath.Join(done, testReportFile))
@@ -445,8 +516,8 @@ func TestRunCheckpointInterval(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if n := len(partsOf(t, out)); n != len(s.ids) {
-		t.Errorf("%d parts, want %d", n, len(s.ids))
+	if rep, err := readTestReport(out); err != nil || rep.Counts.Parts != len(s.ids) {
+		t.Errorf("report %+v (%v), want %d parts", rep, err, len(s.ids))
 	}
 	checkOutput(t, out, s.ids)
 }
@@ -731,12 +802,14 @@ func TestRunRefusesTwoRecords(t *testing.T) {
 	if err := Run(t.Context(), s.job(out, false)); err != nil {
 		t.Fatal(err)
 	}
-	if err := Run(t.Context(), newTestStage(6).job(out, true)); err != nil {
-		t.Fatal(err)
+	parts := runKeepingParts(t, newTestStage(6).job(out, true))
+	if len(parts) != 2 {
+		t.Fatalf("%d parts, want 2 (the first run's output, the retry)", len(parts))
 	}
-	parts := partsOf(t, out)
-	if len(parts) != 3 {
-		t.Fatalf("%d parts, want 3 (two of the first run, the retry)", len(parts))
+	os.MkdirAll(filepath.Join(out, PartsDir), 0o755)
+	for _, p := range parts {
+		b, _ := os.ReadFile(p.Path)
+		os.WriteFile(filepath.Join(out, PartsDir, filepath.Base(p.Path)), b, 0o644)
 	}
 	// Another copy of the first part (five units, four of them or more
 	// successes) records successes twice.

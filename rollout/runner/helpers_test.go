@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -157,10 +158,38 @@ func checkOutput(t *testing.T, dir string, want []string) map[string][]data.Stat
 // checkRows checks the rows of trajectories (testkit.CheckTrajectories).
 var checkRows = testkit.CheckTrajectories
 
-// partFiles lists the names of the files in DIR/parts.
-func partFiles(t *testing.T, dir string) []string {
+// checkStoredOnce checks that a finished run in dir holds its rows once:
+// trajectories.parquet and no parts directory, nor leftovers beside it.
+func checkStoredOnce(t *testing.T, dir string) {
 	t.Helper()
-	return testkit.DirNames(t, filepath.Join(dir, PartsDir))
+	for _, name := range testkit.DirNames(t, dir) {
+		if name == PartsDir || strings.Contains(name, data.TmpMarker) {
+			t.Errorf("a finished run holds %s beside %s", name, TrajectoriesFile)
+		}
+	}
+}
+
+// runKeepingParts runs opts to the end and returns copies of the parts
+// the output was assembled from (Run removes them once it is written).
+func runKeepingParts(t *testing.T, opts Options) []data.Part {
+	t.Helper()
+	keep := t.TempDir()
+	progress := opts.Progress
+	opts.Progress = func(p Progress) {
+		// Called after every commit, the last one before the assembly.
+		for _, part := range testkit.Parts(t, filepath.Join(opts.Out, PartsDir)) {
+			if b, err := os.ReadFile(part.Path); err == nil {
+				os.WriteFile(filepath.Join(keep, filepath.Base(part.Path)), b, 0o644)
+			}
+		}
+		if progress != nil {
+			progress(p)
+		}
+	}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	return testkit.Parts(t, keep)
 }
 
 // idRow reads only the question id of a state row.

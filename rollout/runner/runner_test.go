@@ -92,9 +92,7 @@ func TestRunWritesEveryQuestionOnce(t *testing.T) {
 			if last.Done != tt.n-wantFailed || last.Failed != wantFailed || last.Total != tt.n || last.States != c.Run.States || last.Parts != tt.wantParts {
 				t.Errorf("last progress %+v", last)
 			}
-			if got := len(partFiles(t, out)); got != tt.wantParts {
-				t.Errorf("%d files in parts/, want %d", got, tt.wantParts)
-			}
+			checkStoredOnce(t, out)
 		})
 	}
 }
@@ -296,11 +294,7 @@ func TestRunResumeAfterInterruption(t *testing.T) {
 			if written == 0 && sum.Counts.AlreadyDone != 0 {
 				t.Errorf("stop after %d: already done %d with no part written", stopAfter, sum.Counts.AlreadyDone)
 			}
-			for _, name := range partFiles(t, out) {
-				if strings.Contains(name, data.TmpMarker) {
-					t.Errorf("leftover %s not removed", name)
-				}
-			}
+			checkStoredOnce(t, out)
 		}
 	}
 }
@@ -318,13 +312,10 @@ func TestRunResumeAfterKill(t *testing.T) {
 	roles, _ := fakeRoles()
 	full := t.TempDir()
 	opts := Options{Questions: Slice(qs), Roles: roles, Out: full, Workers: 4, CheckpointQuestions: 6}
-	if _, err := Run(context.Background(), opts); err != nil {
-		t.Fatal(err)
-	}
+	parts := runKeepingParts(t, opts)
 	for _, keep := range []int{0, 1, 3, 6} {
 		t.Run(fmt.Sprintf("%d parts kept", keep), func(t *testing.T) {
 			out := t.TempDir()
-			parts := mustParts(t, full)
 			os.MkdirAll(filepath.Join(out, PartsDir), 0o755)
 			keptIDs := map[string]bool{}
 			for _, p := range parts[:keep] {
@@ -357,9 +348,7 @@ func TestRunResumeAfterKill(t *testing.T) {
 			if len(by) != len(qs) {
 				t.Errorf("%d questions", len(by))
 			}
-			if names := partFiles(t, out); slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, data.TmpMarker) }) {
-				t.Errorf("leftovers in parts: %v", names)
-			}
+			checkStoredOnce(t, out)
 		})
 	}
 }
