@@ -72,22 +72,46 @@ func checkRace(t *testing.T, try int, rs [2]result, bothMayWin bool) (busy int) 
 	return busy
 }
 
-// cutParts makes a partial output of a finished one: its output file and
-// its last parts removed, as an interrupted run leaves it.
-func cutParts(t *testing.T, done, dir, file string, keep int) {
+// cutParts makes a partial output of a finished one, as an interrupted
+// run leaves it: the finished output's first units in keep parts of per
+// units each, and no output file (a finished run keeps no parts).
+func cutParts[K comparable, R any](t *testing.T, done, dir, file string, kind data.Kind, key func(*R) K, per, keep int) {
 	t.Helper()
 	if err := os.CopyFS(dir, os.DirFS(done)); err != nil {
 		t.Fatal(err)
 	}
-	parts, err := data.ListParts(filepath.Join(dir, runner.PartsDir))
-	if err != nil || len(parts) <= keep {
-		t.Fatalf("%d parts (%v), want more than %d", len(parts), err, keep)
-	}
-	for _, p := range parts[keep:] {
-		os.Remove(p.Path)
-	}
 	os.Remove(filepath.Join(dir, file))
 	os.Remove(filepath.Join(dir, ".distill.lock"))
+	rows, err := data.ReadParquet[R](filepath.Join(done, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := filepath.Join(dir, runner.PartsDir)
+	if err := os.MkdirAll(parts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pw := data.NewPartWriter[R](parts, kind, 0)
+	committed := 0
+	for i := 0; i < len(rows) && committed < keep; {
+		j := i + 1
+		for j < len(rows) && key(&rows[j]) == key(&rows[i]) {
+			j++
+		}
+		if err := pw.Write(rows[i:j]); err != nil {
+			t.Fatal(err)
+		}
+		if pw.Units() == per {
+			if _, _, _, err := pw.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			committed++
+		}
+		i = j
+	}
+	pw.Abort()
+	if committed < keep {
+		t.Fatalf("%s holds %d parts of %d units, want more than %d", done, committed, per, keep)
+	}
 }
 
 func TestE2ERacingWriters(t *testing.T) {
@@ -111,15 +135,20 @@ func TestE2ERacingWriters(t *testing.T) {
 			t.Fatalf("%s: %d labels, want %d", out, len(ls), states)
 		}
 	}
+	cutRollout := func(t *testing.T, out string) {
+		cutParts(t, ro, out, runner.TrajectoriesFile, data.KindTrajectories, func(s *data.State) string { return s.QuestionID }, 3, 2)
+	}
+	cutLabels := func(t *testing.T, out string) {
+		cutParts(t, lab, out, label.LabelsFile, data.KindLabels, func(l *data.Label) data.StateKey { return l.Key() }, 10, 2)
+	}
 	for _, stage := range []struct {
 		name  string
 		args  []string
-		done  string
-		file  string
+		cut   func(t *testing.T, out string)
 		check func(out string)
 	}{
-		{"rollout", roArgs, ro, runner.TrajectoriesFile, checkRollout},
-		{"label", labArgs, lab, label.LabelsFile, checkLabels},
+		{"rollout", roArgs, cutRollout, checkRollout},
+		{"label", labArgs, cutLabels, checkLabels},
 	} {
 		t.Run(stage.name+"/fresh", func(t *testing.T) {
 			busy := 0
@@ -134,7 +163,7 @@ func TestE2ERacingWriters(t *testing.T) {
 			busy := 0
 			for try := range raceTries {
 				out := filepath.Join(t.TempDir(), "out")
-				cutParts(t, stage.done, out, stage.file, 2)
+				stage.cut(t, out)
 				busy += checkRace(t, try, race(t, bin, append(stage.args, "--out", out, "--resume")...), true)
 				stage.check(out)
 				if r := runBinary(t, nil, append(stage.args, "--out", out, "--resume")...); r.code != 0 {
