@@ -30,11 +30,12 @@ const (
 	formatVersion     = "1"
 )
 
-// rowsPerRowGroup and rowGroupBytes bound what a writer buffers in memory
-// before it writes it out as a row group: at most this many rows, and no
-// more than about this many bytes of encoded pages (parquet-go's estimate,
-// before compression), so that a writer's memory does not follow the size
-// of its rows (a state with a long evidence context is kilobytes).
+// rowsPerRowGroup and rowGroupBytes bound a row group: at most this many
+// rows, and about this many bytes of pages (compressed) and of values not
+// yet in a page, so that a writer's memory does not follow the size of its
+// rows (a state with a long evidence context is kilobytes; SpillPages keeps
+// the pages on disk), nor a reader's, which grows with the row groups it
+// reads.
 const (
 	rowsPerRowGroup = 50_000
 	rowGroupBytes   = 4 << 20
@@ -56,30 +57,62 @@ type ParquetWriter[T any] struct {
 	rows int64
 	// flushed is w.Size() after the last row group written out.
 	flushed int64
+	// pages holds the pages of the row group being written, when they are
+	// kept on disk (SpillPages).
+	pages *pageFiles
 	// done is set by the first Close or Abort; aborted tells which.
 	done    bool
 	aborted bool
 }
 
+// A WriteOption changes how CreateParquet writes a file.
+type WriteOption func(*writeConfig)
+
+type writeConfig struct {
+	spill bool
+}
+
+// SpillPages has the writer keep the pages of the row group it is
+// writing on disk, in unlinked temporary files beside the output, instead
+// of memory, until it writes the row group out (at about 4 MiB of pages or
+// 50,000 rows, as without it). For long files written once: what stays in
+// memory is each column's current page, and the metadata of the row
+// groups written (about 100 KiB each for a state's 60 columns), which the
+// writer keeps until it closes the file.
+func SpillPages() WriteOption {
+	return func(c *writeConfig) { c.spill = true }
+}
+
 // CreateParquet starts writing a parquet file of the given kind at path,
 // zstd-compressed. Call Close to commit it or Abort to drop it; deferring
 // Abort after a successful CreateParquet is safe.
-func CreateParquet[T any](path string, kind Kind) (*ParquetWriter[T], error) {
+func CreateParquet[T any](path string, kind Kind, opts ...WriteOption) (*ParquetWriter[T], error) {
 	if kind == "" {
 		return nil, fmt.Errorf("create %s: empty parquet kind", path)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	var cfg writeConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
-	w := parquet.NewGenericWriter[T](tmp,
+	options := []parquet.WriterOption{
 		parquet.Compression(zstdCodec{}),
 		parquet.MaxRowsPerRowGroup(rowsPerRowGroup),
 		parquet.PageBufferSize(pageBytes),
 		parquet.KeyValueMetadata(metaKind, string(kind)),
 		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),
-	)
-	return &ParquetWriter[T]{path: path, tmp: tmp, w: w}, nil
+	}
+	w := &ParquetWriter[T]{path: path, tmp: tmp}
+	if cfg.spill {
+		w.pages = &pageFiles{dir: dir, open: map[*os.File]bool{}}
+		options = append(options, parquet.ColumnPageBuffers(w.pages))
+	}
+	w.w = parquet.NewGenericWriter[T](tmp, options...)
+	return w, nil
 }
 
 // Write appends rows.
@@ -127,6 +160,9 @@ func (w *ParquetWriter[T]) Close() error {
 	}
 	w.done = true
 	err := w.w.Close()
+	if perr := w.pages.release(); err == nil {
+		err = perr
+	}
 	if err == nil {
 		err = w.tmp.Chmod(0o644)
 	}
@@ -154,6 +190,7 @@ func (w *ParquetWriter[T]) Abort() error {
 		return nil
 	}
 	w.done, w.aborted = true, true
+	w.pages.release()
 	w.tmp.Close()
 	if err := os.Remove(w.tmp.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("abort %s: %w", w.path, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -477,4 +478,104 @@ func TestParquetStats(t *testing.T) {
 	if _, err := ParquetStats(filepath.Join(dir, "nope.parquet")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: got %v", err)
 	}
+}
+
+// openFDs counts the open file descriptors of the process (Linux).
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd:", err)
+	}
+	return len(entries)
+}
+
+// TestSpillPages: a writer whose pages wait on disk writes the same rows,
+// cut in row groups by size as without it, leaves no file but the output
+// and no descriptor open, whether it is closed or aborted; a page buffer
+// it cannot make fails the write that needed it.
+func TestSpillPages(t *testing.T) {
+	rows := make([]Question, 1000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range rows {
+		// Text that compresses little, so that the row groups fill by size.
+		text := make([]byte, 8<<10)
+		for k := range text {
+			text[k] = byte('a' + rng.IntN(26))
+		}
+		rows[i] = Question{ID: fmt.Sprint("q", i), Text: string(text), Answers: []string{fmt.Sprint(i)}}
+	}
+	for _, end := range []string{"close", "abort"} {
+		t.Run(end, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "q.parquet")
+			fds := openFDs(t)
+			w, err := CreateParquet[Question](path, KindQuestions, SpillPages())
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := len(rows)
+			if end == "abort" {
+				n = 300 // pages written, their row group not yet
+			}
+			for i := 0; i < n; i += 100 {
+				if err := w.Write(rows[i : i+100]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := dirNames(t, dir); len(got) != 1 {
+				t.Errorf("while writing: %q, want the temporary output alone (page files unlinked)", got)
+			}
+			if end == "abort" {
+				if err := w.Abort(); err != nil {
+					t.Fatal(err)
+				}
+				if got := dirNames(t, dir); len(got) != 0 {
+					t.Errorf("after Abort: %q", got)
+				}
+				if n := openFDs(t); n > fds {
+					t.Errorf("%d descriptors open after Abort, %d before", n, fds)
+				}
+			} else {
+				if err := w.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if n := openFDs(t); n > fds {
+					t.Errorf("%d descriptors open after Close, %d before", n, fds)
+				}
+				got, err := ReadParquet[Question](path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(rows, got, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("rows (-want +got):\n%s", diff)
+				}
+				if groups := len(openFooter(t, path).RowGroups()); groups < 2 {
+					t.Errorf("%d row groups for %d bytes of text, want them cut by size", groups, len(rows)*len(rows[0].Text))
+				}
+				if got := dirNames(t, dir); !slices.Equal(got, []string{"q.parquet"}) {
+					t.Errorf("after Close: %q", got)
+				}
+			}
+		})
+	}
+	t.Run("no page buffer", func(t *testing.T) {
+		dir := t.TempDir()
+		w, err := CreateParquet[Question](filepath.Join(dir, "q.parquet"), KindQuestions, SpillPages())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Abort()
+		// The directory is gone: no page buffer can be made in it.
+		if err := os.RemoveAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		err = w.Write(rows)
+		if err == nil {
+			err = w.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "page buffer") {
+			t.Errorf("got %v, want the page buffer's error", err)
+		}
+	})
 }

@@ -451,7 +451,7 @@ func write(ctx context.Context, s settings, sc *scanned, p decisions, rs rules, 
 		dropped
 	)
 	for i, name := range []string{TrainFile, ValFile, DroppedFile} {
-		w, err := data.CreateParquet[data.Label](filepath.Join(s.Out, name), data.KindLabels)
+		w, err := data.CreateParquet[data.Label](filepath.Join(s.Out, name), data.KindLabels, data.SpillPages())
 		if err != nil {
 			return err
 		}

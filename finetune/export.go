@@ -163,7 +163,7 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		if err := data.WriteFileAtomic(filepath.Join(dir, sharegpt), b); err != nil {
 			return sum, err
 		}
-		w, err := data.CreateParquet[Example](filepath.Join(dir, pq), KindSFT)
+		w, err := data.CreateParquet[Example](filepath.Join(dir, pq), KindSFT, data.SpillPages())
 		if err != nil {
 			return sum, err
 		}

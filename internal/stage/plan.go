@@ -212,39 +212,11 @@ func (s *seen[K]) add(k K, src int) error {
 	return nil
 }
 
-// outputRowGroup bounds the rows of a row group of an output file: a
-// writer holds a row group in memory until it writes it out, and the rows
-// of a stage (states, labels) carry their whole evidence context, so that
-// memory stays flat however many units the output holds.
-const outputRowGroup = 2048
-
-// output writes the rows of an output file, a row group every
-// outputRowGroup rows or so (whole units only).
-type output[R any] struct {
-	w    *data.ParquetWriter[R]
-	rows int
+// createOutput starts writing an output file, long and written once: its
+// pages wait on disk until their row group is written out
+// (data.SpillPages), and row groups are cut by size alone (a few thousand
+// states), so that the metadata the writer keeps for each until it closes
+// the file, and a reader decodes when it opens it, stays small.
+func createOutput[R any](path string, kind data.Kind) (*data.ParquetWriter[R], error) {
+	return data.CreateParquet[R](path, kind, data.SpillPages())
 }
-
-func createOutput[R any](path string, kind data.Kind) (*output[R], error) {
-	w, err := data.CreateParquet[R](path, kind)
-	if err != nil {
-		return nil, err
-	}
-	return &output[R]{w: w}, nil
-}
-
-// Write adds one unit's rows.
-func (o *output[R]) Write(unit []R) error {
-	if err := o.w.Write(unit); err != nil {
-		return err
-	}
-	if o.rows += len(unit); o.rows >= outputRowGroup {
-		o.rows = 0
-		return o.w.Flush()
-	}
-	return nil
-}
-
-func (o *output[R]) Close() error { return o.w.Close() }
-
-func (o *output[R]) Abort() { o.w.Abort() }
