@@ -314,7 +314,9 @@ func labelQuestions(c *cli.Context, in string) (label.Questions, string, error) 
 func printEstimate(c *cli.Context, e label.Estimate, opts label.Options) error {
 	cost := fmt.Sprintf("$%.4f expected, $%.4f at most (every answer at --max-tokens)", e.CostExpectedUSD, e.CostMaxUSD)
 	switch {
-	case opts.Teacher != nil && opts.Batch == nil && e.Requests > 0 && e.PromptTokens == 0:
+	case e.Requests == 0:
+		cost = "$0 (nothing to label)"
+	case opts.Teacher != nil && opts.Batch == nil && e.PromptTokens == 0:
 		cost = "$0 (built-in teacher)"
 	case !e.Priced:
 		cost = fmt.Sprintf("unknown: %s has no price (give one with --price)", opts.Info.Model)

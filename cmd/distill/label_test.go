@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,6 +143,23 @@ func TestLabelLLMFaultsAndDryRun(t *testing.T) {
 	rep, err := label.ReadReport("lab")
 	if err != nil || len(rep.Usage) != 1 || rep.Usage[0].Retries == 0 || rep.Usage[0].Requests != int64(3*states) {
 		t.Errorf("label.json usage %+v, %v", rep.Usage, err)
+	}
+
+	// A finished output keeps no parts: a dry run of its resume counts
+	// what labels.parquet holds, and changes nothing.
+	if _, err := os.Stat(filepath.Join("lab", label.PartsDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a finished label run kept its parts: %v", err)
+	}
+	sent := srv.Counts().Requests
+	r = runDistill(t, append(base, "--resume", "--dry-run")...)
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("%d already labelled, 0 to label", states)) || !strings.Contains(r.stdout, "$0 (nothing to label)") {
+		t.Errorf("dry run of a finished output's resume: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if n := srv.Counts().Requests; n != sent {
+		t.Errorf("the dry run sent %d requests", n-sent)
+	}
+	if got := testkit.DirNames(t, "lab"); !slices.Equal(got, []string{label.ReportFile, label.LabelsFile}) && !slices.Equal(got, []string{label.LabelsFile, label.ReportFile}) {
+		t.Errorf("after the dry run, lab holds %q", got)
 	}
 }
 

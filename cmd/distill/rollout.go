@@ -48,7 +48,9 @@ Output is checkpointed: OUT/parts/part-NNNNN.parquet, each holding whole questio
 committed every --checkpoint-questions questions or --checkpoint-interval. After an
 interruption (Ctrl-C, kill -9, a crash), run the same command with --resume: it
 skips the questions already written and finishes the run; every question appears
-exactly once. The parts are kept for that. --shard i/n runs the questions whose id
+exactly once. Once trajectories.parquet is written the parts are removed (the rows
+are stored once); --resume of a finished run goes on from trajectories.parquet
+(failed questions are run again). --shard i/n runs the questions whose id
 hashes to i (0 <= i < n); distill merge joins the shards' outputs.
 
 Roles: --judge lexical|never|always|llm|builtin:PATH, --extractor lexical|llm,
