@@ -90,6 +90,8 @@
 //
 // Memory does not grow with the rows: they go to disk as each unit is
 // written, and are streamed when the output is assembled or merged (the
-// output file's writer holds at most one row group). What grows with the
-// number of units is the set of their keys, to resume and to check.
+// output file's writer keeps the pages of its row group on disk too,
+// data.SpillPages). What grows with the number of units is the set of
+// their keys, to resume and to check, and the metadata of the output
+// file's row groups, which its writer keeps until it closes it.
 package stage
