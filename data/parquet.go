@@ -33,9 +33,15 @@ const (
 // rowsPerRowGroup and rowGroupBytes bound a row group: at most this many
 // rows, and about this many bytes of pages (compressed) and of values not
 // yet in a page, so that a writer's memory does not follow the size of its
-// rows (a state with a long evidence context is kilobytes; SpillPages keeps
-// the pages on disk), nor a reader's, which grows with the row groups it
-// reads.
+// rows (a state with a long evidence context is kilobytes). A writer that
+// keeps its pages on disk (SpillPages) holds only each column's current
+// page whatever its row group's size, and cuts them at spillGroupBytes:
+// the metadata of every row group written stays in the writer's memory
+// until it closes the file, and in every reader's while it reads it
+// (about 130 and 60 KiB a row group of a state's 60 columns), so that
+// fewer, larger row groups keep both smaller for a large file. A reader's
+// own memory does not follow the size of the row group it reads (see
+// ParquetReader.Read).
 const (
 	rowsPerRowGroup = 50_000
 	rowGroupBytes   = 4 << 20
@@ -44,7 +50,14 @@ const (
 	// has dozens of columns: smaller pages keep a reader's memory small
 	// whatever the file's size.
 	pageBytes = 64 << 10
+	// readBatch is the most rows a reader asks parquet-go for at once
+	// (see ParquetReader.Read).
+	readBatch = 16
 )
+
+// spillGroupBytes bounds the row groups of a writer that keeps its pages
+// on disk (a variable so that tests can cut them sooner).
+var spillGroupBytes int64 = 32 << 20
 
 // ParquetWriter writes rows of type T to a parquet file. Rows go to a
 // temporary file in the destination's directory, which Close renames into
@@ -60,6 +73,8 @@ type ParquetWriter[T any] struct {
 	// pages holds the pages of the row group being written, when they are
 	// kept on disk (SpillPages).
 	pages *pageFiles
+	// groupBytes is rowGroupBytes, or spillGroupBytes for SpillPages.
+	groupBytes int64
 	// done is set by the first Close or Abort; aborted tells which.
 	done    bool
 	aborted bool
@@ -74,11 +89,11 @@ type writeConfig struct {
 
 // SpillPages has the writer keep the pages of the row group it is
 // writing on disk, in unlinked temporary files beside the output, instead
-// of memory, until it writes the row group out (at about 4 MiB of pages or
-// 50,000 rows, as without it). For long files written once: what stays in
-// memory is each column's current page, and the metadata of the row
-// groups written (about 100 KiB each for a state's 60 columns), which the
-// writer keeps until it closes the file.
+// of memory, until it writes the row group out (at about 32 MiB of pages
+// or 50,000 rows, rather than 4 MiB). For long files written once: what
+// stays in memory is each column's current page, and the metadata of the
+// row groups written (about 130 KiB each for a state's 60 columns), which
+// the writer keeps until it closes the file.
 func SpillPages() WriteOption {
 	return func(c *writeConfig) { c.spill = true }
 }
@@ -106,8 +121,9 @@ func CreateParquet[T any](path string, kind Kind, opts ...WriteOption) (*Parquet
 		parquet.KeyValueMetadata(metaKind, string(kind)),
 		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),
 	}
-	w := &ParquetWriter[T]{path: path, tmp: tmp}
+	w := &ParquetWriter[T]{path: path, tmp: tmp, groupBytes: rowGroupBytes}
 	if cfg.spill {
+		w.groupBytes = spillGroupBytes
 		w.pages = &pageFiles{dir: dir, open: map[*os.File]bool{}}
 		options = append(options, parquet.ColumnPageBuffers(w.pages))
 	}
@@ -125,7 +141,7 @@ func (w *ParquetWriter[T]) Write(rows []T) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", w.path, err)
 	}
-	if w.w.Size()-w.flushed > rowGroupBytes {
+	if w.w.Size()-w.flushed > w.groupBytes {
 		return w.Flush()
 	}
 	return nil
@@ -338,14 +354,29 @@ func (r *ParquetReader[T]) Read(rows []T) (n int, err error) {
 			n, err = 0, fmt.Errorf("read parquet %s: %v", r.path, p)
 		}
 	}()
-	for {
-		n, err = r.r.Read(rows)
-		if err != io.EOF || n > 0 || !r.nextGroup() {
+	// The rows are asked of parquet-go readBatch at a time, whatever
+	// len(rows): its reader keeps the values of the last rows it read in a
+	// buffer as long as the largest batch asked, and a stale value there
+	// keeps the whole page it points into from being freed, so that a
+	// reader asked 256 rows at a time held 6 MiB more by the end of each
+	// row group than one asked 16 (see TestReaderMemory).
+	for n < len(rows) {
+		m, rerr := r.r.Read(rows[n:min(len(rows), n+readBatch)])
+		n += m
+		if rerr == io.EOF {
+			if r.nextGroup() {
+				continue
+			}
+			err = io.EOF
 			break
 		}
-	}
-	if err == io.EOF && r.next < len(r.file.RowGroups()) {
-		err = nil // the next row group's rows come with the next call
+		if rerr != nil {
+			err = rerr
+			break
+		}
+		if m == 0 {
+			break // no progress: the caller sees 0 rows and no error
+		}
 	}
 	for i := range rows[:n] {
 		v := reflect.ValueOf(&rows[i]).Elem()
