@@ -165,6 +165,10 @@ type run struct {
 	states int64
 	// tally counts the rows of trajectories.parquet as it is assembled.
 	tally *tally
+	// repeats are the rows of the input (from 0) whose id an earlier row
+	// has, as the counting pass found them (counted says it ran).
+	repeats []int
+	counted bool
 }
 
 func newRun(o Options) (*run, error) {
@@ -261,37 +265,55 @@ func (r *run) job() stage.Job[string, data.Question, data.State, *Report] {
 // questions yields the questions of the run: the first Limit unique ids of
 // the input that the Shard holds. With count it counts the input's
 // questions and repeated ids into the report.
+//
+// A repeated id runs once. The counting pass, which the engine runs
+// first, finds the rows whose id an earlier row has with a set of every
+// id, and notes them; the pass that runs the questions skips those rows
+// and holds no id, so that its memory does not grow with the input.
 func (r *run) questions(_ context.Context, count bool) iter.Seq2[data.Question, error] {
 	return func(yield func(data.Question, error) bool) {
-		seen := make(map[string]struct{})
-		dups, i := 0, 0
+		var seen map[string]struct{}
+		if count || !r.counted {
+			seen = make(map[string]struct{})
+		}
+		var repeats []int // rows of this pass whose id came before
+		distinct, row := 0, -1
 		for q, err := range r.opts.Questions {
 			if err != nil {
 				yield(data.Question{}, fmt.Errorf("read questions: %w", err))
 				return
 			}
-			if r.opts.Limit > 0 && len(seen) == r.opts.Limit {
+			if r.opts.Limit > 0 && distinct == r.opts.Limit {
 				break
 			}
-			i++
+			row++
 			if q.ID == "" {
-				yield(data.Question{}, fmt.Errorf("read questions: question %d has no id", i))
+				yield(data.Question{}, fmt.Errorf("read questions: question %d has no id", row+1))
 				return
 			}
-			if _, dup := seen[q.ID]; dup {
-				dups++ // a repeated id runs once
+			var repeat bool
+			if seen != nil {
+				if _, repeat = seen[q.ID]; !repeat {
+					seen[q.ID] = struct{}{}
+				}
+			} else if len(repeats) < len(r.repeats) && r.repeats[len(repeats)] == row {
+				repeat = true
+			}
+			if repeat {
+				repeats = append(repeats, row)
 				continue
 			}
-			seen[q.ID] = struct{}{}
+			distinct++
 			if r.opts.Shard.Holds(q.ID) && !yield(q, nil) {
 				return
 			}
 		}
 		if count {
+			r.repeats, r.counted = repeats, true
 			c := &r.report.Counts
-			c.InputQuestions, c.DuplicateIDs = len(seen)+dups, dups
-			if dups > 0 {
-				r.log.Warn("questions with a repeated id skipped", "count", dups)
+			c.InputQuestions, c.DuplicateIDs = distinct+len(repeats), len(repeats)
+			if len(repeats) > 0 {
+				r.log.Warn("questions with a repeated id skipped", "count", len(repeats))
 			}
 		}
 	}

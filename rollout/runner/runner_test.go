@@ -196,6 +196,41 @@ func TestRunLimitAndDuplicates(t *testing.T) {
 	}
 }
 
+// The pass that runs the questions skips the rows whose id came before as
+// the counting pass found them, holding no id; without a counting pass
+// before it, it finds them itself.
+func TestQuestionsSkipRepeats(t *testing.T) {
+	qs := makeQuestions(6, nil)
+	in := slices.Concat(qs[:3], qs[1:2], qs[3:], qs[:1])
+	roles, _ := fakeRoles()
+	for _, counted := range []bool{true, false} {
+		r, err := newRun(Options{Questions: Slice(in), Roles: roles, Out: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if counted {
+			for _, err := range r.questions(context.Background(), true) {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !slices.Equal(r.repeats, []int{3, 7}) || r.report.Counts.DuplicateIDs != 2 || r.report.Counts.InputQuestions != 8 {
+				t.Errorf("counting pass: repeats %v, counts %+v; want [3 7], 2 duplicates of 8", r.repeats, r.report.Counts)
+			}
+		}
+		var got []string
+		for q, err := range r.questions(context.Background(), false) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, q.ID)
+		}
+		if want := testkit.QuestionIDs(qs); !slices.Equal(got, want) {
+			t.Errorf("counted %v: got %v, want %v", counted, got, want)
+		}
+	}
+}
+
 func TestRunSystemicErrorStops(t *testing.T) {
 	qs := makeQuestions(60, nil)
 	qs[30].Text += " broken"
