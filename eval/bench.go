@@ -264,13 +264,17 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		if err := tw.StartVariant(v.Name); err != nil {
 			return Summary{}, err
 		}
-		sc := newScorer(o.ByID, o.Scoring, false)
+		// The table checks that each question's rows come together, with
+		// a bit a question rather than the scorer's set of ids.
+		sc := newScorer(o.ByID, o.Scoring, false, false)
 		err := eachQuestion(runs[i].Trajectories, func(rows []data.State) error {
 			res, err := sc.add(rows)
 			if err != nil {
 				return err
 			}
-			scores.add(scoreRow(v.Name, res))
+			if err := scores.add(scoreRow(v.Name, res)); err != nil {
+				return fmt.Errorf("compute metrics: %w", err)
+			}
 			q, _, err := o.ByID.Question(res.ID) // found: the scorer did
 			if err != nil {
 				return err

@@ -405,7 +405,7 @@ func BenchmarkCompute(b *testing.B) {
 // rows come back later is an error, not a second result.
 func TestScorerRowsTogether(t *testing.T) {
 	states, questions := fixture()
-	sc := newScorer(data.QuestionMap(questions), "", false)
+	sc := newScorer(data.QuestionMap(questions), "", false, true)
 	var q5 []data.State
 	for _, s := range states {
 		if s.QuestionID == "q5" {

@@ -376,6 +376,9 @@ type scoreTable struct {
 	ids      []string
 	variants []string
 	cells    map[string][]scoreCell
+	// has marks, for each variant, the questions (by place in ids) it has
+	// a row of: one bit a question.
+	has map[string][]uint64
 }
 
 // scoreCell is a ScoreRow without its strings: the question by its place
@@ -386,11 +389,13 @@ type scoreCell struct {
 }
 
 func newScoreTable() *scoreTable {
-	return &scoreTable{index: map[string]int32{}, cells: map[string][]scoreCell{}}
+	return &scoreTable{index: map[string]int32{}, cells: map[string][]scoreCell{}, has: map[string][]uint64{}}
 }
 
-// add adds a row. Rows of a variant come together, variants in turn.
-func (t *scoreTable) add(r ScoreRow) {
+// add adds a row. Rows of a variant come together, variants in turn. A
+// question given twice for one variant is an error: its rows were not
+// together in the variant's trajectories.
+func (t *scoreTable) add(r ScoreRow) error {
 	q, ok := t.index[r.ID]
 	if !ok {
 		q = int32(len(t.ids))
@@ -400,7 +405,17 @@ func (t *scoreTable) add(r ScoreRow) {
 	if _, ok := t.cells[r.Variant]; !ok {
 		t.variants = append(t.variants, r.Variant)
 	}
+	has := t.has[r.Variant]
+	if w := int(q / 64); w >= len(has) {
+		has = append(has, make([]uint64, w+1-len(has))...)
+	}
+	if has[q/64]&(1<<(q%64)) != 0 {
+		return fmt.Errorf("question %s: its rows are not together", r.ID)
+	}
+	has[q/64] |= 1 << (q % 64)
+	t.has[r.Variant] = has
 	t.cells[r.Variant] = append(t.cells[r.Variant], scoreCell{q: q, pairScores: scoresOf(r)})
+	return nil
 }
 
 // rows returns a variant's rows in the order they were added.
