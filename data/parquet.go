@@ -38,7 +38,7 @@ const (
 // page whatever its row group's size, and cuts them at spillGroupBytes:
 // the metadata of every row group written stays in the writer's memory
 // until it closes the file, and in every reader's while it reads it
-// (about 130 and 60 KiB a row group of a state's 60 columns), so that
+// (tens of KiB a row group of a state's 60 columns: its page index), so that
 // fewer, larger row groups keep both smaller for a large file. A reader's
 // own memory does not follow the size of the row group it reads (see
 // ParquetReader.Read).
@@ -92,7 +92,7 @@ type writeConfig struct {
 // of memory, until it writes the row group out (at about 32 MiB of pages
 // or 50,000 rows, rather than 4 MiB). For long files written once: what
 // stays in memory is each column's current page, and the metadata of the
-// row groups written (about 130 KiB each for a state's 60 columns), which
+// row groups written (tens of KiB each for a state's 60 columns), which
 // the writer keeps until it closes the file.
 func SpillPages() WriteOption {
 	return func(c *writeConfig) { c.spill = true }
@@ -121,6 +121,9 @@ func CreateParquet[T any](path string, kind Kind, opts ...WriteOption) (*Parquet
 		parquet.KeyValueMetadata(metaKind, string(kind)),
 		parquet.KeyValueMetadata(metaFormatVersion, formatVersion),
 	}
+	for _, col := range unboundedColumns(parquet.SchemaOf(new(T))) {
+		options = append(options, parquet.SkipPageBounds(col...))
+	}
 	w := &ParquetWriter[T]{path: path, tmp: tmp, groupBytes: rowGroupBytes}
 	if cfg.spill {
 		w.groupBytes = spillGroupBytes
@@ -129,6 +132,28 @@ func CreateParquet[T any](path string, kind Kind, opts ...WriteOption) (*Parquet
 	}
 	w.w = parquet.NewGenericWriter[T](tmp, options...)
 	return w, nil
+}
+
+// unboundedColumns returns the columns of schema written without their
+// minimum and maximum values (in the page index and the row group's
+// statistics): the strings, except ids (a column whose name ends in "id").
+// The bounds of a column of text are a reader's no use (no one selects
+// evidence by its range), and parquet-go keeps each page's bounds whole
+// until it writes its row group out: for a text column whose values are
+// kilobytes, megabytes a row group, as much as its pages themselves.
+func unboundedColumns(schema *parquet.Schema) [][]string {
+	var out [][]string
+	for _, path := range schema.Columns() {
+		leaf, ok := schema.Lookup(path...)
+		if !ok || leaf.Node.Type().Kind() != parquet.ByteArray {
+			continue
+		}
+		if name := path[len(path)-1]; name == "id" || strings.HasSuffix(name, "_id") {
+			continue
+		}
+		out = append(out, path)
+	}
+	return out
 }
 
 // Write appends rows.

@@ -482,6 +482,34 @@ func TestParquetStats(t *testing.T) {
 	}
 }
 
+// TestParquetBounds: a written file keeps the bounds (the page index's and
+// the row group's) of its ids and numbers, not of its text.
+func TestParquetBounds(t *testing.T) {
+	long := strings.Repeat("evidence text ", 500)
+	rows := []State{
+		{QuestionID: "q1", Round: 0, Question: "Who?", Context: "a" + long},
+		{QuestionID: "q2", Round: 3, Question: "What?", Context: "b" + long},
+	}
+	pf := openFooter(t, writeParquet(t, t.TempDir(), KindTrajectories, rows))
+	chunks := pf.Metadata().RowGroups[0].Columns
+	for i, path := range pf.Schema().Columns() {
+		name := strings.Join(path, ".")
+		stats := chunks[i].MetaData.Statistics
+		index := pf.ColumnIndexes()[i]
+		bounded := len(stats.MinValue) > 0 || slices.ContainsFunc(index.MinValues, func(v []byte) bool { return len(v) > 0 })
+		switch name {
+		case "question_id", "round":
+			if !bounded {
+				t.Errorf("%s: no bounds, want them", name)
+			}
+		case "question", "context":
+			if bounded {
+				t.Errorf("%s: bounds %q..., want none", name, stats.MinValue[:min(len(stats.MinValue), 20)])
+			}
+		}
+	}
+}
+
 // openFDs counts the open file descriptors of the process (Linux).
 func openFDs(t *testing.T) int {
 	t.Helper()
