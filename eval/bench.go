@@ -164,7 +164,7 @@ func (opts *Options) run(ctx context.Context, variants []Variant, log *slog.Logg
 		if err != nil {
 			return Summary{}, err
 		}
-		opts.JudgeTraining.leakage(ids).warn(log, "before running")
+		opts.JudgeTraining.leakage(ids.all()).warn(log, "before running")
 	}
 
 	runs := make([]runner.Summary, len(variants))
@@ -272,14 +272,16 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 			if err != nil {
 				return err
 			}
-			if err := scores.add(scoreRow(v.Name, res)); err != nil {
+			k, err := scores.add(scoreRow(v.Name, res))
+			if err != nil {
 				return fmt.Errorf("compute metrics: %w", err)
 			}
 			q, _, err := o.ByID.Question(res.ID) // found: the scorer did
 			if err != nil {
 				return err
 			}
-			return tw.Add(traceQuestion(res, rows, q))
+			// The pages number the questions as the table does.
+			return tw.add(traceQuestion(res, rows, q), int(k))
 		})
 		if err != nil {
 			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
@@ -293,7 +295,7 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		r.Bootstrap = bootstrapSettings()
 	}
 	if o.JudgeTraining != nil {
-		r.Leakage = o.JudgeTraining.leakage(scores.ids)
+		r.Leakage = o.JudgeTraining.leakage(scores.ids.all())
 		log := o.Logger
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
@@ -337,22 +339,26 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 
 // selected returns the ids of the questions the variants run: the first
 // Limit unique ids that the Shard holds, as runner selects them.
-func (o *Options) selected() ([]string, error) {
-	seen := map[string]bool{}
-	var ids []string
+func (o *Options) selected() (*questionIDs, error) {
+	seen, ids := newQuestionIDs(), newQuestionIDs()
 	for q, err := range o.Questions {
 		if err != nil {
 			return nil, fmt.Errorf("read questions: %w", err)
 		}
-		if o.Limit > 0 && len(seen) == o.Limit {
+		if o.Limit > 0 && seen.len() == o.Limit {
 			break
 		}
-		if seen[q.ID] {
+		_, added, err := seen.number(q.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !added {
 			continue
 		}
-		seen[q.ID] = true
 		if o.Shard.Holds(q.ID) {
-			ids = append(ids, q.ID)
+			if _, _, err := ids.number(q.ID); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return ids, nil

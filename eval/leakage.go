@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"strings"
@@ -41,27 +42,32 @@ const maxLeakedIDs = 20
 // leakage sets the benchmark's question ids against the judge's training
 // questions (the first maxLeakedIDs overlapping ids listed in order); nil
 // without a trained judge.
-func (t *JudgeTraining) leakage(ids []string) *Leakage {
+func (t *JudgeTraining) leakage(ids iter.Seq[string]) *Leakage {
 	if t == nil {
 		return nil
 	}
-	l := &Leakage{Source: t.Source, Known: t.Known, Questions: len(ids)}
-	if !t.Known {
-		return l
+	l := &Leakage{Source: t.Source, Known: t.Known}
+	var trained map[string]bool
+	if t.Known {
+		trained = make(map[string]bool, len(t.Questions))
+		for _, id := range t.Questions {
+			trained[id] = true
+		}
+		l.TrainingQuestions = len(trained)
 	}
-	trained := make(map[string]bool, len(t.Questions))
-	for _, id := range t.Questions {
-		trained[id] = true
-	}
-	l.TrainingQuestions = len(trained)
 	// The ids listed are the first in order, so that a report does not
-	// depend on the order the questions finished in.
-	for _, id := range slices.Sorted(slices.Values(ids)) {
-		if trained[id] {
-			l.Overlap++
-			if len(l.IDs) < maxLeakedIDs {
-				l.IDs = append(l.IDs, id)
-			}
+	// depend on the order the questions finished in: the smallest
+	// maxLeakedIDs of the overlap, kept sorted as they come.
+	for id := range ids {
+		l.Questions++
+		if !trained[id] {
+			continue
+		}
+		l.Overlap++
+		i, _ := slices.BinarySearch(l.IDs, id)
+		if i < maxLeakedIDs {
+			l.IDs = slices.Insert(l.IDs, i, id)
+			l.IDs = l.IDs[:min(len(l.IDs), maxLeakedIDs)]
 		}
 	}
 	return l

@@ -2,7 +2,9 @@ package eval
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,7 +31,7 @@ func TestLeakage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.training.leakage(ids)
+			got := tt.training.leakage(slices.Values(ids))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("leakage (-want +got):\n%s", diff)
 			}
@@ -45,10 +47,30 @@ func TestLeakage(t *testing.T) {
 	}
 }
 
+// TestLeakageFirstIDs: a report lists the first overlapping ids in order,
+// whatever the order the questions came in, and counts them all.
+func TestLeakageFirstIDs(t *testing.T) {
+	var ids, want []string
+	for i := 3 * maxLeakedIDs; i > 0; i-- {
+		ids = append(ids, fmt.Sprintf("q%03d", i))
+	}
+	training := &JudgeTraining{Known: true, Questions: ids[maxLeakedIDs/2:]} // all but the first, the highest
+	for i := 1; i <= maxLeakedIDs; i++ {
+		want = append(want, fmt.Sprintf("q%03d", i))
+	}
+	got := training.leakage(slices.Values(ids))
+	if got.Questions != len(ids) || got.Overlap != len(ids)-maxLeakedIDs/2 {
+		t.Errorf("questions %d, overlap %d; want %d, %d", got.Questions, got.Overlap, len(ids), len(ids)-maxLeakedIDs/2)
+	}
+	if !slices.Equal(got.IDs, want) {
+		t.Errorf("ids %v, want %v", got.IDs, want)
+	}
+}
+
 // TestLeakageReport: the warning opens report.md, before the results.
 func TestLeakageReport(t *testing.T) {
 	r := testReport(t)
-	r.Leakage = (&JudgeTraining{Source: "judge/model.json", Known: true, Questions: []string{"q2"}}).leakage([]string{"q1", "q2"})
+	r.Leakage = (&JudgeTraining{Source: "judge/model.json", Known: true, Questions: []string{"q2"}}).leakage(slices.Values([]string{"q1", "q2"}))
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, r); err != nil {
 		t.Fatal(err)

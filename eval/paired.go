@@ -164,7 +164,7 @@ func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
 			pairs = append(pairs, newPair(k, scores[k], scoresOf(v)))
 		}
 	}
-	pairedStats(&p, pairs, ids)
+	pairedStats(&p, pairs, func(a, b int32) int { return strings.Compare(ids[a], ids[b]) })
 	return p
 }
 
@@ -176,9 +176,9 @@ type pairScores struct {
 }
 
 // pair is a question that both variants ran: the differences of its
-// scores, and its calibration counts in each (base first). key is its id's
-// index in the ids that pairedStats is given. A comparison holds one a
-// question: 64 bytes, no pointer.
+// scores, and its calibration counts in each (base first). key is its
+// question's number, which pairedStats orders by id. A comparison holds one
+// a question: 56 bytes, no pointer.
 type pair struct {
 	key      int32
 	dEM, dF1 float64
@@ -208,9 +208,10 @@ func (c *Confusion) plusCounts(v [4]int32) {
 
 // pairedStats fills in p's statistics from the pairs of its questions: the
 // wins and losses, the mean differences, McNemar's p and the bootstrap
-// intervals. The pairs are resampled in the order of their ids (ids[key]),
-// so that the intervals do not depend on the order of the rows.
-func pairedStats(p *Paired, pairs []pair, ids []string) {
+// intervals. The pairs are resampled in the order of their ids (compare
+// orders two keys as their ids), so that the intervals do not depend on the
+// order of the rows.
+func pairedStats(p *Paired, pairs []pair, compare func(a, b int32) int) {
 	var calBase, calVar Confusion
 	for i := range pairs {
 		pr := &pairs[i]
@@ -231,7 +232,7 @@ func pairedStats(p *Paired, pairs []pair, ids []string) {
 			p.EMLost++
 		}
 	}
-	slices.SortFunc(pairs, func(a, b pair) int { return strings.Compare(ids[a.key], ids[b.key]) })
+	slices.SortFunc(pairs, func(a, b pair) int { return compare(a.key, b.key) })
 	n := len(pairs)
 	p.Questions = n
 	p.McNemarP = mcNemarExact(p.EMWon, p.EMLost)
@@ -368,20 +369,20 @@ func ReadScores(path string) (map[string][]ScoreRow, error) {
 }
 
 // scoreTable holds the scores of a benchmark's variants compactly, for its
-// report: each question id once, and a small cell per variant and question,
-// so that a benchmark of many questions does not hold their ScoreRows.
+// report: each question id once (numbered), and a small cell per variant
+// and question, so that a benchmark of many questions does not hold their
+// ScoreRows.
 type scoreTable struct {
-	index map[string]int32
-	// ids are the question ids in the order they first came.
-	ids      []string
+	// ids number the questions in the order they first came.
+	ids      *questionIDs
 	variants []string
 	cells    map[string][]scoreCell
-	// has marks, for each variant, the questions (by place in ids) it has
-	// a row of: one bit a question.
+	// has marks, for each variant, the questions (by number) it has a row
+	// of: one bit a question.
 	has map[string][]uint64
 }
 
-// scoreCell is a ScoreRow without its strings: the question by its place
+// scoreCell is a ScoreRow without its strings: the question by its number
 // in scoreTable.ids.
 type scoreCell struct {
 	q int32
@@ -389,18 +390,16 @@ type scoreCell struct {
 }
 
 func newScoreTable() *scoreTable {
-	return &scoreTable{index: map[string]int32{}, cells: map[string][]scoreCell{}, has: map[string][]uint64{}}
+	return &scoreTable{ids: newQuestionIDs(), cells: map[string][]scoreCell{}, has: map[string][]uint64{}}
 }
 
-// add adds a row. Rows of a variant come together, variants in turn. A
-// question given twice for one variant is an error: its rows were not
-// together in the variant's trajectories.
-func (t *scoreTable) add(r ScoreRow) error {
-	q, ok := t.index[r.ID]
-	if !ok {
-		q = int32(len(t.ids))
-		t.index[r.ID] = q
-		t.ids = append(t.ids, r.ID)
+// add adds a row and returns its question's number. Rows of a variant come
+// together, variants in turn. A question given twice for one variant is an
+// error: its rows were not together in the variant's trajectories.
+func (t *scoreTable) add(r ScoreRow) (int32, error) {
+	q, _, err := t.ids.number(r.ID)
+	if err != nil {
+		return 0, err
 	}
 	if _, ok := t.cells[r.Variant]; !ok {
 		t.variants = append(t.variants, r.Variant)
@@ -410,19 +409,19 @@ func (t *scoreTable) add(r ScoreRow) error {
 		has = append(has, make([]uint64, w+1-len(has))...)
 	}
 	if has[q/64]&(1<<(q%64)) != 0 {
-		return fmt.Errorf("question %s: its rows are not together", r.ID)
+		return 0, fmt.Errorf("question %s: its rows are not together", r.ID)
 	}
 	has[q/64] |= 1 << (q % 64)
 	t.has[r.Variant] = has
 	t.cells[r.Variant] = append(t.cells[r.Variant], scoreCell{q: q, pairScores: scoresOf(r)})
-	return nil
+	return q, nil
 }
 
 // rows returns a variant's rows in the order they were added.
 func (t *scoreTable) rows(variant string) iter.Seq[ScoreRow] {
 	return func(yield func(ScoreRow) bool) {
 		for _, c := range t.cells[variant] {
-			r := ScoreRow{Variant: variant, ID: t.ids[c.q], EM: c.em, F1: c.f1}
+			r := ScoreRow{Variant: variant, ID: t.ids.id(c.q), EM: c.em, F1: c.f1}
 			r.Calibration.plusCounts(c.cal)
 			if !yield(r) {
 				return
@@ -454,7 +453,7 @@ func (t *scoreTable) paired(names []string) []Paired {
 	if !ok {
 		return nil
 	}
-	at := make([]int32, len(t.ids)) // the baseline's cell of each question, or -1
+	at := make([]int32, t.ids.len()) // the baseline's cell of each question, or -1
 	for i := range at {
 		at[i] = -1
 	}
@@ -474,7 +473,7 @@ func (t *scoreTable) paired(names []string) []Paired {
 			}
 		}
 		p := Paired{Variant: name, Baseline: Baseline}
-		pairedStats(&p, pairs, t.ids)
+		pairedStats(&p, pairs, t.ids.compare)
 		out = append(out, p)
 	}
 	return out

@@ -160,14 +160,14 @@ func TestScoreTable(t *testing.T) {
 			r := ScoreRow{Variant: name, ID: id, EM: float64(rng.IntN(2)), F1: rng.Float64(),
 				Calibration: Confusion{TP: rng.IntN(3), FP: rng.IntN(3), FN: rng.IntN(3), TN: rng.IntN(4)}}
 			byVariant[name] = append(byVariant[name], r)
-			if err := tab.add(r); err != nil {
+			if _, err := tab.add(r); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// A question a variant gave before is an error, and adds nothing.
 	again := byVariant["no-sft"][7]
-	if err := tab.add(again); err == nil || !strings.Contains(err.Error(), "question "+again.ID+": its rows are not together") {
+	if _, err := tab.add(again); err == nil || !strings.Contains(err.Error(), "question "+again.ID+": its rows are not together") {
 		t.Errorf("a question twice: got %v, want an error naming it", err)
 	}
 	for _, name := range names {
@@ -175,7 +175,7 @@ func TestScoreTable(t *testing.T) {
 			t.Errorf("rows(%s) differ from the rows added: %s", name, cmp.Diff(byVariant[name], got))
 		}
 	}
-	if diff := cmp.Diff(wantIDs, tab.ids); diff != "" {
+	if diff := cmp.Diff(wantIDs, slices.Collect(tab.ids.all())); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
 	}
 	want := PairedAgainstBaseline(names, byVariant)

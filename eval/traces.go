@@ -269,9 +269,12 @@ type TraceWriter struct {
 	dir, tmp string
 	// data holds the index's numbers; its questions and rows go to index
 	// as they come (see traceIndexFile), not to data.
-	data   traceData
-	index  *traceIndexFile
-	qindex map[string]int
+	data  traceData
+	index *traceIndexFile
+	// questions counts the index's questions; qindex numbers them by id
+	// for Add (a benchmark's report numbers them itself, see add).
+	questions int
+	qindex    map[string]int
 	// part holds the current variant's questions not written yet.
 	part []traceQuestionView
 }
@@ -310,6 +313,25 @@ func (w *TraceWriter) StartVariant(name string) error {
 // Add adds a question of the current variant. It fails on a non-finite EM
 // or F1 (they could not be embedded as JSON).
 func (w *TraceWriter) Add(q TraceQuestion) error {
+	k, ok := w.qindex[q.ID]
+	if !ok {
+		k = w.questions
+	}
+	if err := w.add(q, k); err != nil {
+		return err
+	}
+	w.qindex[q.ID] = k
+	return nil
+}
+
+// add adds a question of the current variant as the index's question k:
+// the next number (w.questions) for a question no variant had before, the
+// number it got then otherwise. A benchmark's report numbers its questions
+// as its score table does, so that the writer holds no id.
+func (w *TraceWriter) add(q TraceQuestion, k int) error {
+	if k < 0 || k > w.questions {
+		return fmt.Errorf("write traces: question %s numbered %d, after %d questions", q.ID, k, w.questions)
+	}
 	if len(w.data.Variants) == 0 {
 		return errors.New("write traces: a question before any variant")
 	}
@@ -333,13 +355,11 @@ func (w *TraceWriter) Add(q TraceQuestion) error {
 	v.PrematureStop += traceCount(qv.Flags.PrematureStop)
 	v.Exhausted += traceCount(qv.Flags.Exhausted)
 	v.Failed += traceCount(qv.Flags.Failed)
-	k, ok := w.qindex[qv.ID]
-	if !ok {
-		k = len(w.qindex)
-		w.qindex[qv.ID] = k
+	if k == w.questions {
 		if err := w.index.question(traceIndexQuestion{ID: qv.ID, Text: qv.Question}); err != nil {
 			return fmt.Errorf("write traces: %w", err)
 		}
+		w.questions++
 	}
 	err := w.index.row(traceRow{Variant: vi, Question: k, EM: q.EM, F1: q.F1, Flags: qv.Flags.bits(),
 		Rounds: qv.Retrievals, States: qv.JudgeCalls, Index: j})

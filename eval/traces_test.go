@@ -849,3 +849,61 @@ func TestTracesScript(t *testing.T) {
 		t.Errorf("filters (-want +got):\n%s", diff)
 	}
 }
+
+// TestTracesNumbered: pages written with the questions numbered by the
+// caller (as a benchmark's report numbers them with its score table) are
+// the pages Add writes; a number past the next one is an error.
+func TestTracesNumbered(t *testing.T) {
+	tr := tracesFixture()
+	byID := t.TempDir()
+	if err := WriteTraces(byID, tr); err != nil {
+		t.Fatal(err)
+	}
+	numbered := t.TempDir()
+	w, err := NewTraceWriter(numbered, tr.Title)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	ids := newQuestionIDs()
+	for _, v := range tr.Variants {
+		if err := w.StartVariant(v.Name); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range v.Questions {
+			k, _, err := ids.number(q.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := w.add(q, int(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.add(tr.Variants[0].Questions[0], ids.len()+1); err == nil || !strings.Contains(err.Error(), "numbered") {
+		t.Errorf("a number past the next: got %v, want an error", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := func(dir string) map[string]string {
+		out := map[string]string{}
+		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			rel, _ := filepath.Rel(dir, path)
+			out[rel] = string(b)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want, got := files(byID), files(numbered)
+	if len(want) == 0 || !cmp.Equal(want, got) {
+		t.Errorf("numbered pages differ from Add's: %d files vs %d", len(got), len(want))
+	}
+}
