@@ -3,6 +3,7 @@ package eval
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -260,37 +261,51 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 	defer tw.Abort() // nothing left to remove once Close succeeded
 	scores := newScoreTable()
 	var names []string
-	for i, v := range variants {
-		if err := tw.StartVariant(v.Name); err != nil {
-			return Summary{}, err
-		}
-		// The table checks that each question's rows come together, with
-		// a bit a question rather than the scorer's set of ids.
-		sc := newScorer(o.ByID, o.Scoring, false, false)
-		err := eachQuestion(runs[i].Trajectories, func(rows []data.State) error {
-			res, err := sc.add(rows)
-			if err != nil {
+	// Each question's scores go to scores.jsonl as they are computed,
+	// variant by variant: what the report keeps of them is the table's.
+	err = data.WriteAtomic(filepath.Join(o.Out, ScoresFile), func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		for i, v := range variants {
+			if err := tw.StartVariant(v.Name); err != nil {
 				return err
 			}
-			k, err := scores.add(scoreRow(v.Name, res))
+			// The table checks that each question's rows come together,
+			// with a bit a question rather than the scorer's set of ids.
+			sc := newScorer(o.ByID, o.Scoring, false, false)
+			err := eachQuestion(runs[i].Trajectories, func(rows []data.State) error {
+				res, err := sc.add(rows)
+				if err != nil {
+					return err
+				}
+				row := scoreRow(v.Name, res)
+				k, err := scores.add(row)
+				if err != nil {
+					return fmt.Errorf("compute metrics: %w", err)
+				}
+				if err := enc.Encode(row); err != nil {
+					return fmt.Errorf("write %s: %w", ScoresFile, err)
+				}
+				q, _, err := o.ByID.Question(res.ID) // found: the scorer did
+				if err != nil {
+					return err
+				}
+				// The pages number the questions as the table does.
+				return tw.add(traceQuestion(res, rows, q), int(k))
+			})
 			if err != nil {
-				return fmt.Errorf("compute metrics: %w", err)
+				return fmt.Errorf("variant %s: %w", v.Name, err)
 			}
-			q, _, err := o.ByID.Question(res.ID) // found: the scorer did
-			if err != nil {
-				return err
-			}
-			// The pages number the questions as the table does.
-			return tw.add(traceQuestion(res, rows, q), int(k))
-		})
-		if err != nil {
-			return Summary{}, fmt.Errorf("variant %s: %w", v.Name, err)
+			m := sc.metrics(runs[i].Usage)
+			r.Questions = max(r.Questions, m.Questions)
+			r.Variants = append(r.Variants, VariantReport{Name: v.Name, Description: v.Description, Metrics: m, Roles: rolesOf(runs[i].Report)})
+			names = append(names, v.Name)
 		}
-		m := sc.metrics(runs[i].Usage)
-		r.Questions = max(r.Questions, m.Questions)
-		r.Variants = append(r.Variants, VariantReport{Name: v.Name, Description: v.Description, Metrics: m, Roles: rolesOf(runs[i].Report)})
-		names = append(names, v.Name)
+		return nil
+	})
+	if err != nil {
+		return Summary{}, err
 	}
+	files := []string{ScoresFile}
 	if r.Paired = scores.paired(names); r.Paired != nil {
 		r.Bootstrap = bootstrapSettings()
 	}
@@ -302,7 +317,6 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		}
 		r.Leakage.warn(log, "in the report")
 	}
-	var files []string
 	write := func(name string, fn func(w io.Writer) error) error {
 		err := data.WriteAtomic(filepath.Join(o.Out, name), func(w *bufio.Writer) error { return fn(w) })
 		if err != nil {
@@ -315,7 +329,6 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		name string
 		fn   func(w io.Writer) error
 	}{
-		{ScoresFile, scores.write},
 		{ReportJSON, func(w io.Writer) error { return WriteJSON(w, r) }},
 		{ReportMD, func(w io.Writer) error { return WriteMarkdown(w, r) }},
 	} {

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"iter"
 	"math"
-	"math/rand/v2"
 	"os"
 	"slices"
-	"strings"
 )
 
 // The settings of the paired statistics. The bootstrap is seeded, so that a
@@ -21,6 +18,8 @@ const (
 	BootstrapResamples = 10000
 	// BootstrapSeed seeds the resampling.
 	BootstrapSeed = 42
+	// BootstrapMethod names the resampling (see pairedAcc).
+	BootstrapMethod = "poisson"
 	// Confidence is the coverage of the intervals, and 1 - Confidence the
 	// level below which McNemar's p is called significant.
 	Confidence = 0.95
@@ -39,6 +38,22 @@ type ScoreRow struct {
 	// Calibration).
 	Calibration Confusion `json:"calibration"`
 }
+
+// check reports a row whose scores a benchmark cannot have written: EM
+// and F1 are fractions, the calibration counts judge calls.
+func (r ScoreRow) check() error {
+	if !(r.EM >= 0 && r.EM <= 1) || !(r.F1 >= 0 && r.F1 <= 1) {
+		return fmt.Errorf("question %q: em %v and f1 %v must be within [0, 1]", r.ID, r.EM, r.F1)
+	}
+	for _, n := range r.Calibration.counts64() {
+		if n < 0 || n > math.MaxInt32 {
+			return fmt.Errorf("question %q: calibration count %d out of range", r.ID, n)
+		}
+	}
+	return nil
+}
+
+func (c Confusion) counts64() [4]int { return [4]int{c.TP, c.FP, c.FN, c.TN} }
 
 // scoreRow is the ScoreRow of a question's result.
 func scoreRow(variant string, r QuestionResult) ScoreRow {
@@ -135,36 +150,36 @@ func ComparePaired(base, variant []ScoreRow) Paired {
 
 // comparePaired is ComparePaired over rows as they come.
 func comparePaired(base, variant iter.Seq[ScoreRow]) Paired {
-	p := Paired{}
 	// The baseline's scores by id; for an id given twice, the last.
 	index := map[string]int32{}
 	var (
-		ids    []string
-		scores []pairScores
+		baseline string
+		scores   []pairScores
 	)
 	for r := range base {
-		if p.Baseline == "" {
-			p.Baseline = r.Variant
+		if baseline == "" {
+			baseline = r.Variant
 		}
 		s := scoresOf(r)
 		if k, ok := index[r.ID]; ok {
 			scores[k] = s
 			continue
 		}
-		index[r.ID] = int32(len(ids))
-		ids = append(ids, r.ID)
+		index[r.ID] = int32(len(scores))
 		scores = append(scores, s)
 	}
-	pairs := make([]pair, 0, len(ids))
+	var acc pairedAcc
+	name := ""
 	for v := range variant {
-		if p.Variant == "" {
-			p.Variant = v.Variant
+		if name == "" {
+			name = v.Variant
 		}
 		if k, ok := index[v.ID]; ok {
-			pairs = append(pairs, newPair(k, scores[k], scoresOf(v)))
+			acc.add(v.ID, scores[k], scoresOf(v))
 		}
 	}
-	pairedStats(&p, pairs, func(a, b int32) int { return strings.Compare(ids[a], ids[b]) })
+	p := acc.paired()
+	p.Variant, p.Baseline = name, baseline
 	return p
 }
 
@@ -175,22 +190,8 @@ type pairScores struct {
 	cal    [4]int32 // TP, FP, FN, TN
 }
 
-// pair is a question that both variants ran: the differences of its
-// scores, and its calibration counts in each (base first). key is its
-// question's number, which pairedStats orders by id. A comparison holds one
-// a question: 56 bytes, no pointer.
-type pair struct {
-	key      int32
-	dEM, dF1 float64
-	cal      [2][4]int32
-}
-
 func scoresOf(r ScoreRow) pairScores {
 	return pairScores{em: r.EM, f1: r.F1, cal: r.Calibration.counts()}
-}
-
-func newPair(key int32, b, v pairScores) pair {
-	return pair{key: key, dEM: v.em - b.em, dF1: v.f1 - b.f1, cal: [2][4]int32{b.cal, v.cal}}
 }
 
 // counts returns c as a pair holds it.
@@ -206,65 +207,109 @@ func (c *Confusion) plusCounts(v [4]int32) {
 	c.TN += int(v[3])
 }
 
-// pairedStats fills in p's statistics from the pairs of its questions: the
-// wins and losses, the mean differences, McNemar's p and the bootstrap
-// intervals. The pairs are resampled in the order of their ids (compare
-// orders two keys as their ids), so that the intervals do not depend on the
-// order of the rows.
-func pairedStats(p *Paired, pairs []pair, compare func(a, b int32) int) {
-	var calBase, calVar Confusion
-	for i := range pairs {
-		pr := &pairs[i]
-		calBase.plusCounts(pr.cal[0])
-		calVar.plusCounts(pr.cal[1])
-		switch {
-		case pr.dF1 > 0:
-			p.Won++
-		case pr.dF1 < 0:
-			p.Lost++
-		default:
-			p.Tied++
+// pairedAcc computes a paired comparison as its questions come, holding
+// no question: counts and sums, and the same for each bootstrap resample.
+//
+// The bootstrap is Poisson's: each resample weighs each question by a
+// draw of a Poisson variable of mean 1 (how many times a resample of n
+// questions with replacement takes it, as n grows), drawn from a generator
+// seeded with BootstrapSeed and the question's id. A resample's estimate
+// is its weighted mean. A question's weights do not depend on the other
+// questions or on the order they come in, and the sums are kept in fixed
+// point (scores in [0, 1], to 2^-32), so that the statistics are exactly
+// the same for the same questions in any order, as a resumed benchmark
+// reads them; memory is BootstrapResamples resamples of 88 bytes,
+// whatever the number of questions.
+type pairedAcc struct {
+	p               Paired
+	calBase, calVar Confusion
+	n               int
+	sEM, sF1        int64
+	rs              []resample
+}
+
+// resample is one bootstrap resample's weighted sums.
+type resample struct {
+	w, em, f1 int64
+	cal       [2][4]int64 // base, variant: TP, FP, FN, TN
+}
+
+// fixedOne is 1 in the fixed point of pairedAcc's sums.
+const fixedOne = 1 << 32
+
+func fixed(x float64) int64 { return int64(math.Round(x * fixedOne)) }
+
+// add counts one question that both variants ran.
+func (a *pairedAcc) add(id string, b, v pairScores) {
+	if a.rs == nil {
+		a.rs = make([]resample, BootstrapResamples)
+	}
+	dEM, dF1 := v.em-b.em, v.f1-b.f1
+	a.n++
+	a.calBase.plusCounts(b.cal)
+	a.calVar.plusCounts(v.cal)
+	switch {
+	case dF1 > 0:
+		a.p.Won++
+	case dF1 < 0:
+		a.p.Lost++
+	default:
+		a.p.Tied++
+	}
+	switch {
+	case dEM > 0:
+		a.p.EMWon++
+	case dEM < 0:
+		a.p.EMLost++
+	}
+	em, f1 := fixed(dEM), fixed(dF1)
+	a.sEM += em
+	a.sF1 += f1
+	cal := b.cal != [4]int32{} || v.cal != [4]int32{}
+	g := newPoissonStream(id)
+	for i := range a.rs {
+		k := g.next()
+		if k == 0 {
+			continue
 		}
-		switch {
-		case pr.dEM > 0:
-			p.EMWon++
-		case pr.dEM < 0:
-			p.EMLost++
+		r := &a.rs[i]
+		r.w += k
+		r.em += k * em
+		r.f1 += k * f1
+		if cal {
+			for j := range 4 {
+				r.cal[0][j] += k * int64(b.cal[j])
+				r.cal[1][j] += k * int64(v.cal[j])
+			}
 		}
 	}
-	slices.SortFunc(pairs, func(a, b pair) int { return compare(a.key, b.key) })
-	n := len(pairs)
+}
+
+// paired returns the comparison of the questions added (Variant and
+// Baseline left to the caller).
+func (a *pairedAcc) paired() Paired {
+	p := a.p
+	n := a.n
 	p.Questions = n
 	p.McNemarP = mcNemarExact(p.EMWon, p.EMLost)
 	if n == 0 {
-		return
+		return p
 	}
-	var sEM, sF1 float64
-	for _, pr := range pairs {
-		sEM += pr.dEM
-		sF1 += pr.dF1
-	}
-	p.EM.Diff, p.F1.Diff = percent(sEM, n), percent(sF1, n)
-
-	fp0 := calVar.falsePositiveRate() - calBase.falsePositiveRate()
-	cji0 := calVar.completeJudgedInsufficient() - calBase.completeJudgedInsufficient()
-
-	rng := rand.New(rand.NewPCG(BootstrapSeed, BootstrapSeed))
-	em := make([]float64, 0, BootstrapResamples)
-	f1 := make([]float64, 0, BootstrapResamples)
+	p.EM.Diff, p.F1.Diff = percent(float64(a.sEM)/fixedOne, n), percent(float64(a.sF1)/fixedOne, n)
+	fp0 := a.calVar.falsePositiveRate() - a.calBase.falsePositiveRate()
+	cji0 := a.calVar.completeJudgedInsufficient() - a.calBase.completeJudgedInsufficient()
+	em := make([]float64, 0, len(a.rs))
+	f1 := make([]float64, 0, len(a.rs))
 	var fp, cji []float64
-	for range BootstrapResamples {
-		var sEM, sF1 float64
-		var cb, cv Confusion
-		for range n {
-			pr := &pairs[rng.IntN(n)]
-			sEM += pr.dEM
-			sF1 += pr.dF1
-			cb.plusCounts(pr.cal[0])
-			cv.plusCounts(pr.cal[1])
+	for i := range a.rs {
+		r := &a.rs[i]
+		if r.w == 0 {
+			continue // a resample that took no question estimates nothing
 		}
-		em = append(em, percent(sEM, n))
-		f1 = append(f1, percent(sF1, n))
+		w := float64(r.w)
+		em = append(em, 100*float64(r.em)/fixedOne/w)
+		f1 = append(f1, 100*float64(r.f1)/fixedOne/w)
+		cb, cv := confusionOf(r.cal[0]), confusionOf(r.cal[1])
 		if d := cv.falsePositiveRate() - cb.falsePositiveRate(); !math.IsNaN(d) {
 			fp = append(fp, d)
 		}
@@ -272,13 +317,66 @@ func pairedStats(p *Paired, pairs []pair, compare func(a, b int32) int) {
 			cji = append(cji, d)
 		}
 	}
-	p.EM.Low, p.EM.High = interval(em)
+	if len(em) > 0 {
+		p.EM.Low, p.EM.High = interval(em)
+		p.F1.Low, p.F1.High = interval(f1)
+	} else {
+		p.EM.Low, p.EM.High, p.F1.Low, p.F1.High = p.EM.Diff, p.EM.Diff, p.F1.Diff, p.F1.Diff
+	}
 	p.EM.Significant = p.McNemarP < 1-Confidence
-	p.F1.Low, p.F1.High = interval(f1)
 	p.F1.Significant = excludesZero(p.F1)
 	p.FalsePositiveRate = bootstrapped(fp0, fp)
 	p.CompleteJudgedInsufficient = bootstrapped(cji0, cji)
+	return p
 }
+
+func confusionOf(c [4]int64) Confusion {
+	return Confusion{TP: int(c[0]), FP: int(c[1]), FN: int(c[2]), TN: int(c[3])}
+}
+
+// poissonStream draws the Poisson(1) weights of one question in every
+// resample: a splitmix64 sequence seeded from BootstrapSeed and the id
+// (FNV-1a), each draw inverted through the distribution's cumulative
+// probabilities.
+type poissonStream struct{ state uint64 }
+
+func newPoissonStream(id string) poissonStream {
+	h := uint64(14695981039346656037) ^ BootstrapSeed
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return poissonStream{state: h}
+}
+
+func (g *poissonStream) next() int64 {
+	g.state += 0x9e3779b97f4a7c15
+	z := g.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	k := int64(0)
+	for k < int64(len(poissonCDF)) && z >= poissonCDF[k] {
+		k++
+	}
+	return k
+}
+
+// poissonCDF[k] is P(X <= k) for X ~ Poisson(1), scaled to 2^64: a draw
+// u in [0, 2^64) is k for the first k with u < poissonCDF[k]. The last
+// entry (k = 19) leaves out less than 2^-64.
+var poissonCDF = func() []uint64 {
+	var out []uint64
+	p, cdf := math.Exp(-1), 0.0
+	for k := 0; k < 20; k++ {
+		if k > 0 {
+			p /= float64(k)
+		}
+		cdf += p
+		out = append(out, uint64(min(math.Ldexp(cdf, 64), math.Ldexp(1, 64)-4096)))
+	}
+	return out
+}()
 
 // bootstrapped is the difference diff with the interval of its bootstrap
 // estimates; nil when diff is not a number or no resample measured it.
@@ -360,6 +458,9 @@ func ReadScores(path string) (map[string][]ScoreRow, error) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return nil, fmt.Errorf("read scores %s: line %d: %w", path, line, err)
 		}
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("read scores %s: line %d: %w", path, line, err)
+		}
 		out[r.Variant] = append(out[r.Variant], r)
 	}
 	if err := sc.Err(); err != nil {
@@ -368,18 +469,24 @@ func ReadScores(path string) (map[string][]ScoreRow, error) {
 	return out, nil
 }
 
-// scoreTable holds the scores of a benchmark's variants compactly, for its
-// report: each question id once (numbered), and a small cell per variant
-// and question, so that a benchmark of many questions does not hold their
-// ScoreRows.
+// scoreTable takes the scores of a benchmark's variants as they come, for
+// its report: each question id once (numbered), the baseline's scores by
+// question number, and each other variant's comparison with the baseline
+// as it streams (pairedAcc), so that a benchmark of many questions holds
+// neither its ScoreRows nor a pair a question. Variants given before the
+// baseline are kept, a small cell a question, until the baseline has come.
 type scoreTable struct {
 	// ids number the questions in the order they first came.
 	ids      *questionIDs
 	variants []string
-	cells    map[string][]scoreCell
 	// has marks, for each variant, the questions (by number) it has a row
 	// of: one bit a question.
 	has map[string][]uint64
+	// base holds the baseline's scores by question number, once it came.
+	base []pairScores
+	// early holds the cells of the variants that came before the baseline.
+	early map[string][]scoreCell
+	acc   map[string]*pairedAcc
 }
 
 // scoreCell is a ScoreRow without its strings: the question by its number
@@ -390,7 +497,8 @@ type scoreCell struct {
 }
 
 func newScoreTable() *scoreTable {
-	return &scoreTable{ids: newQuestionIDs(), cells: map[string][]scoreCell{}, has: map[string][]uint64{}}
+	return &scoreTable{ids: newQuestionIDs(), has: map[string][]uint64{},
+		early: map[string][]scoreCell{}, acc: map[string]*pairedAcc{}}
 }
 
 // add adds a row and returns its question's number. Rows of a variant come
@@ -401,10 +509,10 @@ func (t *scoreTable) add(r ScoreRow) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, ok := t.cells[r.Variant]; !ok {
+	has, ok := t.has[r.Variant]
+	if !ok {
 		t.variants = append(t.variants, r.Variant)
 	}
-	has := t.has[r.Variant]
 	if w := int(q / 64); w >= len(has) {
 		has = append(has, make([]uint64, w+1-len(has))...)
 	}
@@ -413,67 +521,65 @@ func (t *scoreTable) add(r ScoreRow) (int32, error) {
 	}
 	has[q/64] |= 1 << (q % 64)
 	t.has[r.Variant] = has
-	t.cells[r.Variant] = append(t.cells[r.Variant], scoreCell{q: q, pairScores: scoresOf(r)})
+	s := scoresOf(r)
+	switch {
+	case r.Variant == Baseline:
+		if int(q) >= len(t.base) {
+			t.base = append(t.base, make([]pairScores, int(q)+1-len(t.base))...)
+		}
+		t.base[q] = s
+	case t.has[Baseline] == nil:
+		t.early[r.Variant] = append(t.early[r.Variant], scoreCell{q: q, pairScores: s})
+	default:
+		t.pair(r.Variant, q, s)
+	}
 	return q, nil
 }
 
-// rows returns a variant's rows in the order they were added.
-func (t *scoreTable) rows(variant string) iter.Seq[ScoreRow] {
-	return func(yield func(ScoreRow) bool) {
-		for _, c := range t.cells[variant] {
-			r := ScoreRow{Variant: variant, ID: t.ids.id(c.q), EM: c.em, F1: c.f1}
-			r.Calibration.plusCounts(c.cal)
-			if !yield(r) {
-				return
-			}
-		}
+// pair adds question q of variant, whose scores are s, to the variant's
+// comparison when the baseline ran it.
+func (t *scoreTable) pair(variant string, q int32, s pairScores) {
+	if !t.ran(Baseline, q) {
+		return
 	}
+	a := t.acc[variant]
+	if a == nil {
+		a = &pairedAcc{}
+		t.acc[variant] = a
+	}
+	a.add(t.ids.id(q), t.base[q], s)
 }
 
-// write writes every row as scores.jsonl holds them: variant by variant, in
-// the order they were added.
-func (t *scoreTable) write(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	for _, v := range t.variants {
-		for r := range t.rows(v) {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// ran reports whether variant has a row of question q.
+func (t *scoreTable) ran(variant string, q int32) bool {
+	has := t.has[variant]
+	return int(q/64) < len(has) && has[q/64]&(1<<(q%64)) != 0
 }
 
 // paired compares every variant of names with Baseline, as
-// PairedAgainstBaseline does; nil when the baseline did not run. It finds
-// the baseline's cell of a question by its index in the table, not by its
-// id, and holds one pair a question of the variant compared.
+// PairedAgainstBaseline does; nil when the baseline did not run.
 func (t *scoreTable) paired(names []string) []Paired {
-	base, ok := t.cells[Baseline]
-	if !ok {
+	if t.has[Baseline] == nil {
 		return nil
 	}
-	at := make([]int32, t.ids.len()) // the baseline's cell of each question, or -1
-	for i := range at {
-		at[i] = -1
-	}
-	for i, c := range base {
-		at[c.q] = int32(i)
+	for v, cells := range t.early {
+		for _, c := range cells {
+			t.pair(v, c.q, c.pairScores)
+		}
+		delete(t.early, v)
 	}
 	var out []Paired
 	for _, name := range names {
 		if name == Baseline {
 			continue
 		}
-		cells := t.cells[name]
-		pairs := make([]pair, 0, len(cells))
-		for _, c := range cells {
-			if i := at[c.q]; i >= 0 {
-				pairs = append(pairs, newPair(c.q, base[i].pairScores, c.pairScores))
-			}
+		var p Paired
+		if a := t.acc[name]; a != nil {
+			p = a.paired()
+		} else {
+			p = (&pairedAcc{}).paired()
 		}
-		p := Paired{Variant: name, Baseline: Baseline}
-		pairedStats(&p, pairs, t.ids.compare)
+		p.Variant, p.Baseline = name, Baseline
 		out = append(out, p)
 	}
 	return out

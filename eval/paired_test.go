@@ -141,63 +141,149 @@ func TestPairedAgainstBaseline(t *testing.T) {
 	}
 }
 
-// TestScoreTable: the compact table a benchmark keeps gives back the rows,
-// the scores.jsonl lines, the paired statistics and the question ids that
-// the rows themselves give.
+// TestScoreTable: the table a benchmark keeps gives the paired statistics
+// and the question ids that the rows themselves give, whether the baseline
+// comes first or after other variants.
 func TestScoreTable(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	names := []string{"no-judge", Baseline, "no-sft"}
-	byVariant := map[string][]ScoreRow{}
-	tab := newScoreTable()
-	var wantIDs []string
-	for vi, name := range names {
-		perm := rng.Perm(300)
-		for _, i := range perm[:250+vi*20] { // the variants share most questions, not all
-			id := fmt.Sprintf("q%03d", i)
-			if !slices.Contains(wantIDs, id) {
-				wantIDs = append(wantIDs, id)
-			}
-			r := ScoreRow{Variant: name, ID: id, EM: float64(rng.IntN(2)), F1: rng.Float64(),
-				Calibration: Confusion{TP: rng.IntN(3), FP: rng.IntN(3), FN: rng.IntN(3), TN: rng.IntN(4)}}
-			byVariant[name] = append(byVariant[name], r)
-			if _, err := tab.add(r); err != nil {
-				t.Fatal(err)
+	for _, names := range [][]string{{Baseline, "no-judge", "no-sft"}, {"no-judge", Baseline, "no-sft"}} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		byVariant := map[string][]ScoreRow{}
+		tab := newScoreTable()
+		var wantIDs []string
+		for vi, name := range names {
+			perm := rng.Perm(300)
+			for _, i := range perm[:250+vi*20] { // the variants share most questions, not all
+				id := fmt.Sprintf("q%03d", i)
+				if !slices.Contains(wantIDs, id) {
+					wantIDs = append(wantIDs, id)
+				}
+				r := ScoreRow{Variant: name, ID: id, EM: float64(rng.IntN(2)), F1: rng.Float64(),
+					Calibration: Confusion{TP: rng.IntN(3), FP: rng.IntN(3), FN: rng.IntN(3), TN: rng.IntN(4)}}
+				byVariant[name] = append(byVariant[name], r)
+				if _, err := tab.add(r); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	}
-	// A question a variant gave before is an error, and adds nothing.
-	again := byVariant["no-sft"][7]
-	if _, err := tab.add(again); err == nil || !strings.Contains(err.Error(), "question "+again.ID+": its rows are not together") {
-		t.Errorf("a question twice: got %v, want an error naming it", err)
-	}
-	for _, name := range names {
-		if got := slices.Collect(tab.rows(name)); !cmp.Equal(got, byVariant[name]) {
-			t.Errorf("rows(%s) differ from the rows added: %s", name, cmp.Diff(byVariant[name], got))
+		// A question a variant gave before is an error, and adds nothing.
+		again := byVariant["no-sft"][7]
+		if _, err := tab.add(again); err == nil || !strings.Contains(err.Error(), "question "+again.ID+": its rows are not together") {
+			t.Errorf("a question twice: got %v, want an error naming it", err)
+		}
+		if diff := cmp.Diff(wantIDs, slices.Collect(tab.ids.all())); diff != "" {
+			t.Errorf("ids (-want +got):\n%s", diff)
+		}
+		want := PairedAgainstBaseline(names, byVariant)
+		got := tab.paired(names)
+		if !cmp.Equal(got, want) {
+			t.Errorf("%v: paired differs from PairedAgainstBaseline:\n%s", names, cmp.Diff(want, got))
+		}
+		if len(got) != 2 || got[0].Questions == 0 || got[1].Questions == 0 {
+			t.Errorf("%v: got %d comparisons (%+v), want two of the shared questions", names, len(got), got)
+		}
+		if again := tab.paired(names); !cmp.Equal(again, got) {
+			t.Errorf("%v: paired a second time differs:\n%s", names, cmp.Diff(got, again))
 		}
 	}
-	if diff := cmp.Diff(wantIDs, slices.Collect(tab.ids.all())); diff != "" {
-		t.Errorf("ids (-want +got):\n%s", diff)
-	}
-	want := PairedAgainstBaseline(names, byVariant)
-	if got := tab.paired(names); !cmp.Equal(got, want) {
-		t.Errorf("paired differs from PairedAgainstBaseline:\n%s", cmp.Diff(want, got))
-	}
-	var b strings.Builder
-	if err := tab.write(&b); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), ScoresFile)
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReadScores(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !cmp.Equal(back, byVariant) {
-		t.Errorf("scores.jsonl read back differs: %s", cmp.Diff(byVariant, back))
-	}
-	if got := newScoreTable().paired(names); got != nil {
+	if got := newScoreTable().paired([]string{Baseline, "no-sft"}); got != nil {
 		t.Errorf("no rows: got %+v, want no comparison", got)
+	}
+}
+
+// TestPairedOrderFree: the statistics of the same questions are the same,
+// to the bit, whatever order their rows come in (a resumed benchmark reads
+// its trajectories in another order).
+func TestPairedOrderFree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var base, v []ScoreRow
+	for i := range 400 {
+		id := fmt.Sprintf("q%03d", i)
+		base = append(base, ScoreRow{Variant: Baseline, ID: id, EM: float64(rng.IntN(2)), F1: rng.Float64(),
+			Calibration: Confusion{TP: rng.IntN(3), FP: rng.IntN(2), FN: rng.IntN(2), TN: rng.IntN(3)}})
+		v = append(v, ScoreRow{Variant: "v", ID: id, EM: float64(rng.IntN(2)), F1: rng.Float64(),
+			Calibration: Confusion{TP: rng.IntN(3), FP: rng.IntN(2), FN: rng.IntN(2), TN: rng.IntN(3)}})
+	}
+	want := ComparePaired(base, v)
+	for range 3 {
+		b2, v2 := slices.Clone(base), slices.Clone(v)
+		rng.Shuffle(len(b2), func(i, j int) { b2[i], b2[j] = b2[j], b2[i] })
+		rng.Shuffle(len(v2), func(i, j int) { v2[i], v2[j] = v2[j], v2[i] })
+		if got := ComparePaired(b2, v2); !cmp.Equal(got, want) {
+			t.Fatalf("shuffled rows give other statistics:\n%s", cmp.Diff(want, got))
+		}
+	}
+	if want.FalsePositiveRate == nil || want.CompleteJudgedInsufficient == nil {
+		t.Errorf("calibration differences missing: %+v", want)
+	}
+}
+
+// TestPoissonStream: the resampling weights are Poisson of mean 1 (mean
+// and variance 1, P(0) = 1/e), and a question's weights are its own.
+func TestPoissonStream(t *testing.T) {
+	var n, sum, sq, zeros float64
+	for q := range 200 {
+		g := newPoissonStream(fmt.Sprintf("question-%d", q))
+		for range BootstrapResamples {
+			k := float64(g.next())
+			n++
+			sum += k
+			sq += k * k
+			if k == 0 {
+				zeros++
+			}
+		}
+	}
+	mean := sum / n
+	variance := sq/n - mean*mean
+	if math.Abs(mean-1) > 0.01 || math.Abs(variance-1) > 0.02 || math.Abs(zeros/n-math.Exp(-1)) > 0.003 {
+		t.Errorf("weights: mean %.4f, variance %.4f, P(0) %.4f; want 1, 1, %.4f", mean, variance, zeros/n, math.Exp(-1))
+	}
+	a, b := newPoissonStream("q1"), newPoissonStream("q1")
+	c := newPoissonStream("q2")
+	same, differ := true, false
+	for range 100 {
+		x, y, z := a.next(), b.next(), c.next()
+		same = same && x == y
+		differ = differ || x != z
+	}
+	if !same || !differ {
+		t.Errorf("a question's weights: the same id repeats them %v, another id differs %v; want both", same, differ)
+	}
+}
+
+func TestReadScoresRange(t *testing.T) {
+	for _, tt := range []struct{ line, want string }{
+		{`{"variant":"full","id":"a","em":2,"f1":0.5}`, `line 2: question "a": em 2 and f1 0.5 must be within [0, 1]`},
+		{`{"variant":"full","id":"a","em":1,"f1":-0.1}`, `line 2: question "a": em 1 and f1 -0.1 must be within [0, 1]`},
+		{`{"variant":"full","id":"a","em":1,"f1":1,"calibration":{"fp":-1}}`, `line 2: question "a": calibration count -1 out of range`},
+	} {
+		path := filepath.Join(t.TempDir(), ScoresFile)
+		body := `{"variant":"full","id":"b","em":1,"f1":1}` + "\n" + tt.line + "\n"
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ReadScores(path); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got %v, want an error with %q", tt.line, err, tt.want)
+		}
+	}
+}
+
+// BenchmarkPairedAcc: one comparison of 10,000 questions (the bootstrap's
+// work is questions x BootstrapResamples).
+func BenchmarkPairedAcc(b *testing.B) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ids := make([]string, 10000)
+	base, v := make([]pairScores, len(ids)), make([]pairScores, len(ids))
+	for i := range ids {
+		ids[i] = fmt.Sprintf("q%06d", i)
+		base[i] = pairScores{em: float64(rng.IntN(2)), f1: rng.Float64(), cal: [4]int32{1, 0, 1, 2}}
+		v[i] = pairScores{em: float64(rng.IntN(2)), f1: rng.Float64()}
+	}
+	for b.Loop() {
+		var a pairedAcc
+		for i, id := range ids {
+			a.add(id, base[i], v[i])
+		}
+		a.paired()
 	}
 }

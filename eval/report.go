@@ -51,6 +51,11 @@ type Report struct {
 
 // Bootstrap records the settings of a report's bootstrap intervals.
 type Bootstrap struct {
+	// Method is how the questions are resampled: "poisson" (each question
+	// weighed by a Poisson(1) draw of its own, seeded by Seed and its id;
+	// see pairedAcc). Reports from before it was recorded resampled n of
+	// n questions with replacement.
+	Method     string  `json:"method,omitempty"`
 	Resamples  int     `json:"resamples"`
 	Seed       uint64  `json:"seed"`
 	Confidence float64 `json:"confidence"`
@@ -58,7 +63,7 @@ type Bootstrap struct {
 
 // bootstrapSettings are the settings ComparePaired uses.
 func bootstrapSettings() *Bootstrap {
-	return &Bootstrap{Resamples: BootstrapResamples, Seed: BootstrapSeed, Confidence: Confidence}
+	return &Bootstrap{Method: BootstrapMethod, Resamples: BootstrapResamples, Seed: BootstrapSeed, Confidence: Confidence}
 }
 
 // pairedOf returns the paired comparison of a variant, nil if it has none.
@@ -258,9 +263,13 @@ func writePairedWords(b *bytes.Buffer, r Report) {
 	if bs == nil {
 		bs = bootstrapSettings()
 	}
-	fmt.Fprintf(b, "Against %s, question by question (Δ: the variant minus %s, in points; %.0f%% intervals from %d bootstrap resamples of the questions, seed %d; "+
+	method := ""
+	if bs.Method != "" {
+		method = strings.ToUpper(bs.Method[:1]) + bs.Method[1:] + " "
+	}
+	fmt.Fprintf(b, "Against %s, question by question (Δ: the variant minus %s, in points; %.0f%% intervals from %d %sbootstrap resamples of the questions, seed %d; "+
 		"McNemar's exact test on the questions one variant answers exactly and the other not; won / lost / tied by F1):\n\n",
-		Baseline, Baseline, 100*bs.Confidence, bs.Resamples, bs.Seed)
+		Baseline, Baseline, 100*bs.Confidence, bs.Resamples, method, bs.Seed)
 	level := num(100*(1-bs.Confidence), 0) + "%"
 	for _, p := range r.Paired {
 		fmt.Fprintf(b, "- %s (%d questions): EM %s points (McNemar %s), %s; F1 %s points (95%% CI %s to %s), %s; %d questions won and %d lost on EM, %d won and %d lost on F1.\n",
