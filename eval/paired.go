@@ -363,8 +363,9 @@ func (g *poissonStream) next() int64 {
 }
 
 // poissonCDF[k] is P(X <= k) for X ~ Poisson(1), scaled to 2^64: a draw
-// u in [0, 2^64) is k for the first k with u < poissonCDF[k]. The last
-// entry (k = 19) leaves out less than 2^-64.
+// u in [0, 2^64) is k for the first k with u < poissonCDF[k], and 20 past
+// the last entry (k = 19, held below 2^64): a chance under 2^-50, where
+// Poisson(1) is above 19 with a chance under 2^-62.
 var poissonCDF = func() []uint64 {
 	var out []uint64
 	p, cdf := math.Exp(-1), 0.0
