@@ -45,15 +45,14 @@ func (r ScoreRow) check() error {
 	if !(r.EM >= 0 && r.EM <= 1) || !(r.F1 >= 0 && r.F1 <= 1) {
 		return fmt.Errorf("question %q: em %v and f1 %v must be within [0, 1]", r.ID, r.EM, r.F1)
 	}
-	for _, n := range r.Calibration.counts64() {
+	c := r.Calibration
+	for _, n := range [4]int{c.TP, c.FP, c.FN, c.TN} {
 		if n < 0 || n > math.MaxInt32 {
 			return fmt.Errorf("question %q: calibration count %d out of range", r.ID, n)
 		}
 	}
 	return nil
 }
-
-func (c Confusion) counts64() [4]int { return [4]int{c.TP, c.FP, c.FN, c.TN} }
 
 // scoreRow is the ScoreRow of a question's result.
 func scoreRow(variant string, r QuestionResult) ScoreRow {
@@ -478,8 +477,7 @@ func ReadScores(path string) (map[string][]ScoreRow, error) {
 // baseline are kept, a small cell a question, until the baseline has come.
 type scoreTable struct {
 	// ids number the questions in the order they first came.
-	ids      *questionIDs
-	variants []string
+	ids *questionIDs
 	// has marks, for each variant, the questions (by number) it has a row
 	// of: one bit a question.
 	has map[string][]uint64
@@ -510,15 +508,12 @@ func (t *scoreTable) add(r ScoreRow) (int32, error) {
 	if err != nil {
 		return 0, err
 	}
-	has, ok := t.has[r.Variant]
-	if !ok {
-		t.variants = append(t.variants, r.Variant)
+	if t.ran(r.Variant, q) {
+		return 0, fmt.Errorf("question %s: its rows are not together", r.ID)
 	}
+	has := t.has[r.Variant]
 	if w := int(q / 64); w >= len(has) {
 		has = append(has, make([]uint64, w+1-len(has))...)
-	}
-	if has[q/64]&(1<<(q%64)) != 0 {
-		return 0, fmt.Errorf("question %s: its rows are not together", r.ID)
 	}
 	has[q/64] |= 1 << (q % 64)
 	t.has[r.Variant] = has
