@@ -505,7 +505,7 @@ func TestPruningChangesNothing(t *testing.T) {
 	x, full := buildPruned(t, ps)
 	rng := rand.New(rand.NewPCG(5, 6))
 	ctx := context.Background()
-	pruned := 0
+	pruned, unlike := 0, 0
 	n := 400
 	for i := range n {
 		q := retrieve.Query{Text: g.query(), K: []int{1, 3, 6, 10, 50}[i%5]}
@@ -528,6 +528,9 @@ func TestPruningChangesNothing(t *testing.T) {
 		if s.pruned {
 			pruned++
 		}
+		if s.unlike > 0 {
+			unlike++
+		}
 		x.scratch.Put(s)
 		got, err := x.Search(ctx, q)
 		if err != nil {
@@ -537,9 +540,12 @@ func TestPruningChangesNothing(t *testing.T) {
 			t.Fatalf("query %q k=%d exclude=%d: pruned search differs (-exhaustive +pruned):\n%s", q.Text, q.K, len(q.Exclude), diff)
 		}
 	}
-	t.Logf("pruning skipped postings in %d of %d queries", pruned, n)
+	t.Logf("pruning skipped postings in %d of %d queries; %d chose essential terms that max-score would not", pruned, n, unlike)
 	if pruned < n/10 {
 		t.Errorf("pruning happened in only %d of %d queries: the test no longer exercises it", pruned, n)
+	}
+	if unlike == 0 {
+		t.Errorf("no query chose essential terms other than max-score's: the test no longer exercises choose")
 	}
 }
 

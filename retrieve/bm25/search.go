@@ -2,6 +2,7 @@ package bm25
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/distill-rag/distill/retrieve"
@@ -21,11 +22,17 @@ type searcher struct {
 	order   []int
 	look    []int
 	lrest   []float32
+	ess     []bool    // whether each term is essential (see walk)
+	sums    []float32 // scratch of choose
+	lefts   []int
 	sink    uint16 // keeps the norms' early loads (see walk)
 	lists   []cursor
 	contrib []float32
 	pruned  bool // whether the last search skipped part of its postings
 	skipped int  // windows of documents the last search skipped whole
+	// unlike counts the choices of essential terms (see choose) of the
+	// last search that max-score's rule would have made otherwise.
+	unlike  int
 	exclude []uint32
 	top     []candidate
 	// tokTerm caches token -> term number (-1: stop word or unknown term), so
@@ -146,9 +153,10 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 // document's score is the sum of its terms' contributions in that order,
 // whichever way it is found, so results are identical to scoring every
 // posting. Once k documents are kept, the k-th score theta bounds what
-// matters: the last terms, whose bounds together stay below theta, are
-// not essential (a document that has none of the others cannot reach the
-// top k). Only the lists of the essential terms are walked; each document
+// matters: terms whose bounds together stay below theta are not essential
+// (a document that has none of the others cannot reach the top k); of
+// those sets of terms, the one with the most postings is left out (see
+// choose). Only the lists of the essential terms are walked; each document
 // they yield is looked up in the others through their blocks, in
 // decreasing order of bound, and dropped as soon as what it has plus what
 // the remaining terms could add stays below theta. The blocks' bounds
@@ -190,7 +198,7 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	s.lists = lists
 	s.contrib = slices.Grow(s.contrib[:0], n)[:n]
 	s.wb = slices.Grow(s.wb[:0], n)[:n]
-	s.pruned, s.skipped = false, 0
+	s.pruned, s.skipped, s.unlike = false, 0, 0
 
 	// cut is theta less a margin for rounding: a document is dropped only
 	// when even its bound stays below cut.
@@ -224,10 +232,11 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	return top, nil
 }
 
-// walk scores the documents of the lists of terms[:essential] (and of
-// fewer terms as theta rises), dropping those whose bound stays below cut,
-// and returns the best k as a heap, worst first. It stops after limit
-// documents (a skipped window counting as one).
+// walk scores the documents of the lists of the essential terms among
+// terms[:most] (chosen again as theta rises, see choose), dropping those
+// whose bound stays below cut, and returns the best k as a heap, worst
+// first. It stops after limit documents (a skipped window counting as
+// one).
 //
 // The documents are taken in windows: from the next document d to the
 // first end of a block at or after d among the essential lists, so that
@@ -243,24 +252,44 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 // walk only where its blocks are high. Windows follow the essential lists
 // only: cut at every block end of a long non-essential list, they would
 // be too short to skip much and cost a bound each.
-func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []candidate {
-	terms, rests, lists, contrib, wb := s.terms, s.rests, s.lists, s.contrib, s.wb
+func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candidate {
+	terms, lists, contrib, wb := s.terms, s.lists, s.contrib, s.wb
 	n := len(terms)
 	top := s.top[:0]
+	s.ess = slices.Grow(s.ess[:0], n)[:n]
+	ess := s.ess
+	for i := range ess {
+		ess[i] = i < most
+	}
+	essential := most
+	chosen := float32(math.NaN()) // the cut of the last choice
 	lower := func() {
-		for essential > 0 && rests[essential-1] < cut {
-			essential--
+		if cut == chosen {
+			return
+		}
+		chosen = cut
+		if essential = s.choose(most, cut); essential < most {
 			s.pruned = true
 		}
 	}
 	lower()
 	norm, shift := &x.norm, x.blockShift
-	// next returns the first document at or after the lists' places among
-	// those of terms[:essential].
+	// last is the last document dealt with (none while started is false).
+	var last uint32
+	started := false
+	// next returns the first document after last among the lists of the
+	// essential terms, moving those that lag behind last past it (a term
+	// looked up until the cut made it essential).
 	next := func() uint32 {
 		d := uint32(math.MaxUint32)
-		for i := range lists[:essential] {
+		for i := range lists {
+			if !ess[i] {
+				continue
+			}
 			c := &lists[i]
+			if started && c.pos < len(c.docs) && c.docs[c.pos] <= last {
+				c.pos += gallop(c.docs[c.pos:], last+1)
+			}
 			if c.pos < len(c.docs) && c.docs[c.pos] < d {
 				d = c.docs[c.pos]
 			}
@@ -271,7 +300,10 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 	// from d to the window's end, which it returns.
 	window := func(d uint32) uint32 {
 		end := uint32(math.MaxUint32)
-		for i := range lists[:essential] {
+		for i := range lists {
+			if !ess[i] {
+				continue
+			}
 			c := &lists[i]
 			if b := c.block(d); b < len(c.lasts) {
 				end = min(end, c.lasts[b])
@@ -280,7 +312,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 		for i := range lists {
 			c := &lists[i]
 			wb[i] = 0
-			if i >= essential {
+			if !ess[i] {
 				// The largest bound of the list's blocks in the window, or
 				// the list's when they are many.
 				b := c.block(d)
@@ -311,7 +343,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 			break
 		}
 		end := window(d)
-		walked, look, lrest := s.split(essential, cut)
+		walked, look, lrest := s.split(cut)
 		if len(walked) < essential {
 			s.pruned = true
 		}
@@ -322,10 +354,7 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 			if end == math.MaxUint32 {
 				break
 			}
-			for i := range lists[:essential] {
-				c := &lists[i]
-				c.pos += gallop(c.docs[c.pos:], end+1)
-			}
+			last, started = end, true
 			continue
 		}
 		// The documents of the walked lists in the window, in order. Their
@@ -425,38 +454,99 @@ func (s *searcher) walk(x *Index, k, essential int, cut float32, limit int) []ca
 				// A higher cut drops more documents at once, and may
 				// leave fewer lists to walk from the next window on.
 				cut = max(cut, top[0].score*(1-1e-6))
-				lower()
-			}
-		}
-		// The lists not walked skip what the window covered.
-		for i := range lists[:essential] {
-			c := &lists[i]
-			if c.pos < len(c.docs) && c.docs[c.pos] <= done {
-				c.pos += gallop(c.docs[c.pos:], done+1)
 			}
 		}
 		if done == math.MaxUint32 || limit == 0 {
 			break
 		}
+		last, started = done, true
+		// A higher cut may leave fewer lists to walk from the next window
+		// on.
+		lower()
 	}
 	s.top = top
 	return top
 }
 
+// maxChoose is the most terms among which choose looks for the best
+// essential ones (it tries every subset); beyond, it takes max-score's.
+const maxChoose = 8
+
+// choose sets s.ess for cut: the essential terms among terms[:most] (the
+// others are never essential), and returns their number. A document that
+// holds none of the essential terms scores at most the sum of the others'
+// bounds, so any terms whose bounds add up to less than cut may be left
+// out: choose leaves out those that have the most postings left to walk.
+// Max-score's rule, leaving out the terms of the smallest bounds, walks a
+// common term's list when a rarer term's bound is a little smaller, which
+// in a large corpus costs tens of thousands of documents. Beyond maxChoose
+// terms it keeps that rule.
+func (s *searcher) choose(most int, cut float32) int {
+	terms, lists, ess := s.terms, s.lists, s.ess
+	if most > maxChoose {
+		e := most
+		for e > 0 && s.rests[e-1] < cut {
+			e--
+		}
+		for i := range most {
+			ess[i] = i < e
+		}
+		return e
+	}
+	var forced float32
+	for _, t := range terms[most:] {
+		forced += t.bound
+	}
+	size := 1 << most
+	sums := slices.Grow(s.sums[:0], size)[:size]
+	lefts := slices.Grow(s.lefts[:0], size)[:size]
+	s.sums, s.lefts = sums, lefts
+	sums[0], lefts[0] = forced, 0
+	best, bestLeft := 0, -1
+	if forced < cut {
+		bestLeft = 0
+	}
+	for set := 1; set < size; set++ {
+		i, prev := bits.TrailingZeros(uint(set)), set&(set-1)
+		sums[set] = sums[prev] + terms[i].bound
+		lefts[set] = lefts[prev] + len(lists[i].docs) - lists[i].pos
+		if sums[set] < cut && (lefts[set] > bestLeft || lefts[set] == bestLeft && bits.OnesCount(uint(set)) > bits.OnesCount(uint(best))) {
+			best, bestLeft = set, lefts[set]
+		}
+	}
+	e, prefix := 0, most
+	for prefix > 0 && s.rests[prefix-1] < cut {
+		prefix--
+	}
+	for i := range most {
+		ess[i] = best&(1<<i) == 0
+		if ess[i] {
+			e++
+		}
+		if ess[i] != (i < prefix) && forced < cut {
+			s.unlike++
+		}
+	}
+	return e
+}
+
 // split divides the terms for a window whose bounds are in s.wb: walked
-// are the essential terms (of terms[:essential]) whose lists the window
+// are the essential terms (s.ess) whose lists the window
 // walks, look the others, looked up for each document walked, by
 // decreasing bound, and lrest[j] bounds what look[j:] add together. The
 // terms looked up are the non-essential ones and the essential ones of the
 // smallest window bounds while the bounds of all those looked up stay
 // below cut: a document that none of the walked lists holds stays below
 // it.
-func (s *searcher) split(essential int, cut float32) (walked, look []int, lrest []float32) {
-	wb := s.wb
+func (s *searcher) split(cut float32) (walked, look []int, lrest []float32) {
+	wb, ess := s.wb, s.ess
 	n := len(wb)
 	// The essential terms by increasing window bound.
 	order := s.order[:0]
-	for i := range essential {
+	for i := range n {
+		if !ess[i] {
+			continue
+		}
 		j := len(order)
 		order = append(order, i)
 		for ; j > 0 && wb[order[j-1]] > wb[i]; j-- {
@@ -466,8 +556,10 @@ func (s *searcher) split(essential int, cut float32) (walked, look []int, lrest 
 	}
 	s.order = order
 	var sum float32
-	for i := essential; i < n; i++ {
-		sum += wb[i]
+	for i := range n {
+		if !ess[i] {
+			sum += wb[i]
+		}
 	}
 	m := 0
 	for m < len(order) && sum+wb[order[m]] < cut {
@@ -486,11 +578,10 @@ func (s *searcher) split(essential int, cut float32) (walked, look []int, lrest 
 		}
 		look[j] = i
 	}
-	for _, i := range order[:m] {
-		add(i)
-	}
-	for i := essential; i < n; i++ {
-		add(i)
+	for i := range n {
+		if !ess[i] || slices.Contains(order[:m], i) {
+			add(i)
+		}
 	}
 	s.look = look
 	lrest = slices.Grow(s.lrest[:0], len(look)+1)[:len(look)+1]
