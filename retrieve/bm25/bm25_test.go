@@ -549,6 +549,45 @@ func TestPruningChangesNothing(t *testing.T) {
 	}
 }
 
+// TestSeedTies checks the hits when a document of the second pass ties
+// one that the first pass (the first term's documents alone) kept and
+// that comes later in the corpus: the earlier one is the better, as in an
+// exhaustive search. "alpha" and "beta" are in as many passages, so a
+// passage of the one scores exactly as a passage of the other of the same
+// length; "alpha" is the first term (equal bounds keep the query's
+// order), so the first pass finds only the later passage.
+func TestSeedTies(t *testing.T) {
+	var ps []data.Passage
+	add := func(text string) {
+		ps = append(ps, data.Passage{ID: fmt.Sprintf("p%03d", len(ps)), Text: text})
+	}
+	for i := range 40 {
+		add(fmt.Sprintf("filler words number %d here", i))
+		switch i {
+		case 5:
+			add("beta filler words")
+		case 30:
+			add("alpha filler words")
+		case 10:
+			add("beta other words two")
+		case 35:
+			add("alpha other words two")
+		}
+	}
+	x, full := buildPruned(t, ps)
+	for _, k := range []int{1, 2, 3, 4} {
+		q := retrieve.Query{Text: "alpha beta", K: k}
+		sameHits(t, full, x, q, "pruned search with a tie against the first pass's hits")
+		hits, err := x.Search(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == 1 && (len(hits) != 1 || hits[0].ID != "p006") {
+			t.Errorf("k=1: hits %v, want the earlier of the two tied passages, p006", hits)
+		}
+	}
+}
+
 // TestHotpotQARetrieval indexes the shared HotpotQA slice's context
 // paragraphs and searches each question by its text alone.
 func TestHotpotQARetrieval(t *testing.T) {

@@ -28,8 +28,9 @@ type searcher struct {
 	sink    uint16 // keeps the norms' early loads (see walk)
 	lists   []cursor
 	contrib []float32
-	pruned  bool // whether the last search skipped part of its postings
-	skipped int  // windows of documents the last search skipped whole
+	pruned  bool   // whether the last search skipped part of its postings
+	skipped int    // windows of documents the last search skipped whole
+	dealt   uint32 // the last document the last walk dealt with (see walk)
 	// unlike counts the choices of essential terms (see choose) of the
 	// last search that max-score's rule would have made otherwise.
 	unlike  int
@@ -203,6 +204,8 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 	// cut is theta less a margin for rounding: a document is dropped only
 	// when even its bound stays below cut.
 	cut := float32(math.Inf(-1))
+	var seed []candidate
+	var seedLast uint32
 	if !x.exhaustive && n > 1 {
 		// A first pass over the first documents of the first term alone
 		// (the one of the largest bound, most often the rarest) finds k
@@ -210,15 +213,19 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 		// start what cannot beat them. Any k real scores are one, so the
 		// pass stops after seedDocs documents: when the first term is a
 		// common one, walking its whole list twice cost more than the
-		// floor saved.
-		if seed := s.walk(x, k, 1, cut, seedDocs); len(seed) == k {
+		// floor saved. The second pass starts from the first's best and
+		// does not score again the documents of the first term that the
+		// first dealt with.
+		seed = s.walk(x, k, 1, cut, seedDocs, nil, 0)
+		seedLast = s.dealt
+		if len(seed) == k {
 			cut = seed[0].score * (1 - 1e-6)
 		}
 		for i := range s.lists {
 			s.lists[i].pos, s.lists[i].blk = 0, 0
 		}
 	}
-	top := s.walk(x, k, n, cut, math.MaxInt)
+	top := s.walk(x, k, n, cut, math.MaxInt, seed, seedLast)
 	slices.SortFunc(top, func(a, b candidate) int {
 		switch {
 		case worse(b, a):
@@ -236,7 +243,11 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 // terms[:most] (chosen again as theta rises, see choose), dropping those
 // whose bound stays below cut, and returns the best k as a heap, worst
 // first. It stops after limit documents (a skipped window counting as
-// one).
+// one), and sets s.dealt to the last document it dealt with (MaxUint32
+// when it dealt with all). With a seed, the heap of a walk of terms[:1]
+// that dealt with the documents up to seedLast, it starts from that heap
+// and leaves out the documents up to seedLast that hold terms[0]: that
+// walk scored them, or dropped them for a lower cut than any from here.
 //
 // The documents are taken in windows: from the next document d to the
 // first end of a block at or after d among the essential lists, so that
@@ -252,10 +263,14 @@ func (s *searcher) search(x *Index, q retrieve.Query) ([]candidate, error) {
 // walk only where its blocks are high. Windows follow the essential lists
 // only: cut at every block end of a long non-essential list, they would
 // be too short to skip much and cost a bound each.
-func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candidate {
+func (s *searcher) walk(x *Index, k, most int, cut float32, limit int, seed []candidate, seedLast uint32) []candidate {
 	terms, lists, contrib, wb := s.terms, s.lists, s.contrib, s.wb
 	n := len(terms)
 	top := s.top[:0]
+	if seed != nil {
+		top = seed
+	}
+	dealt := uint32(math.MaxUint32)
 	s.ess = slices.Grow(s.ess[:0], n)[:n]
 	ess := s.ess
 	for i := range ess {
@@ -354,7 +369,7 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candida
 			if end == math.MaxUint32 {
 				break
 			}
-			last, started = end, true
+			last, started, dealt = end, true, end
 			continue
 		}
 		// The documents of the walked lists in the window, in order. Their
@@ -387,6 +402,9 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candida
 			nd = norm.of(d)
 		}
 		done := end // the last document of the window dealt with
+		// Whether the window walks terms[0]'s list, when a seed's walk
+		// dealt with some of its documents.
+		walked0 := seed != nil && slices.Contains(walked, 0)
 		for ; d <= end && d != math.MaxUint32 && limit > 0; limit-- {
 			var partial float32
 			after := uint32(math.MaxUint32)
@@ -409,6 +427,10 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candida
 			}
 			cur, curNorm := d, nd
 			d, nd = after, nextNorm
+			dealt = cur
+			if walked0 && contrib[0] != 0 && cur <= seedLast {
+				continue // the seed's walk dealt with it
+			}
 			kept := true
 			for j, i := range look {
 				if partial+lrest[j] < cut {
@@ -434,15 +456,18 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candida
 			for i := range n {
 				score += contrib[i]
 			}
-			// Documents come in corpus order: one that only ties the k-th
-			// comes later, so it is worse.
-			if len(top) == k && score <= top[0].score {
+			c := candidate{score: score, doc: cur}
+			// A document that only ties the k-th is worse if it comes
+			// later (the seed's may come later).
+			if len(top) == k && !worse(top[0], c) {
 				continue
+			}
+			if seed != nil && cur <= seedLast && contrib[0] != 0 {
+				continue // the seed's walk dealt with it
 			}
 			if slices.Contains(s.exclude, cur) {
 				continue
 			}
-			c := candidate{score: score, doc: cur}
 			if len(top) < k {
 				top = append(top, c)
 				siftUp(top, len(top)-1)
@@ -456,7 +481,11 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candida
 				cut = max(cut, top[0].score*(1-1e-6))
 			}
 		}
-		if done == math.MaxUint32 || limit == 0 {
+		if limit == 0 {
+			break // dealt is the last document scored
+		}
+		dealt = done
+		if done == math.MaxUint32 {
 			break
 		}
 		last, started = done, true
@@ -464,7 +493,10 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int) []candida
 		// on.
 		lower()
 	}
-	s.top = top
+	if limit > 0 {
+		dealt = math.MaxUint32 // the lists ran out, or nothing can reach cut
+	}
+	s.top, s.dealt = top, dealt
 	return top
 }
 
