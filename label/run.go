@@ -326,23 +326,24 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 
 // seenStates finds a state that the input holds twice. A rollout writes
 // the states of a question together, so it holds the ids of the questions
-// seen and the rounds of the current one only, not every state.
+// seen (as hashes: data.IDSet) and the rounds of the current one only, not
+// every state.
 type seenStates struct {
-	done   map[string]bool
+	done   data.IDSet
 	cur    string
 	rounds map[int32]bool
 }
 
 func (s *seenStates) add(k data.StateKey) error {
-	if s.done == nil {
-		s.done, s.rounds = map[string]bool{}, map[int32]bool{}
+	if s.rounds == nil {
+		s.rounds = map[int32]bool{}
 	}
 	if k.QuestionID != s.cur {
-		if s.done[k.QuestionID] {
+		if s.done.Has(k.QuestionID) {
 			return fmt.Errorf("question %s appears twice (again with round %d)", k.QuestionID, k.Round)
 		}
 		if s.cur != "" {
-			s.done[s.cur] = true
+			s.done.Add(s.cur)
 		}
 		s.cur = k.QuestionID
 		clear(s.rounds)

@@ -268,13 +268,13 @@ func (r *run) job() stage.Job[string, data.Question, data.State, *Report] {
 //
 // A repeated id runs once. The counting pass, which the engine runs
 // first, finds the rows whose id an earlier row has with a set of every
-// id, and notes them; the pass that runs the questions skips those rows
-// and holds no id, so that its memory does not grow with the input.
+// id (their hashes: data.IDSet), and notes them; the pass that runs the
+// questions skips those rows and holds no id.
 func (r *run) questions(_ context.Context, count bool) iter.Seq2[data.Question, error] {
 	return func(yield func(data.Question, error) bool) {
-		var seen map[string]struct{}
+		var seen *data.IDSet
 		if count || !r.counted {
-			seen = make(map[string]struct{})
+			seen = new(data.IDSet)
 		}
 		var repeats []int // rows of this pass whose id came before
 		distinct, row := 0, -1
@@ -293,9 +293,7 @@ func (r *run) questions(_ context.Context, count bool) iter.Seq2[data.Question, 
 			}
 			var repeat bool
 			if seen != nil {
-				if _, repeat = seen[q.ID]; !repeat {
-					seen[q.ID] = struct{}{}
-				}
+				repeat = !seen.Add(q.ID)
 			} else if len(repeats) < len(r.repeats) && r.repeats[len(repeats)] == row {
 				repeat = true
 			}
