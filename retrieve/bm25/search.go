@@ -515,15 +515,16 @@ const maxChoose = 8
 // terms it keeps that rule.
 func (s *searcher) choose(most int, cut float32) int {
 	terms, lists, ess := s.terms, s.lists, s.ess
+	// Max-score's rule: the first prefix terms.
+	prefix := most
+	for prefix > 0 && s.rests[prefix-1] < cut {
+		prefix--
+	}
 	if most > maxChoose {
-		e := most
-		for e > 0 && s.rests[e-1] < cut {
-			e--
-		}
 		for i := range most {
-			ess[i] = i < e
+			ess[i] = i < prefix
 		}
-		return e
+		return prefix
 	}
 	var forced float32
 	for _, t := range terms[most:] {
@@ -546,10 +547,7 @@ func (s *searcher) choose(most int, cut float32) int {
 			best, bestLeft = set, lefts[set]
 		}
 	}
-	e, prefix := 0, most
-	for prefix > 0 && s.rests[prefix-1] < cut {
-		prefix--
-	}
+	e := 0
 	for i := range most {
 		ess[i] = best&(1<<i) == 0
 		if ess[i] {
