@@ -1,8 +1,10 @@
 package data
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // NormalizeAnswer applies the SQuAD answer normalisation the method's
@@ -15,42 +17,84 @@ import (
 // Python's str.split sees it, \x1c to \x1f included) collapsed to single
 // spaces.
 func NormalizeAnswer(s string) string {
-	// Lower case, dropping ASCII punctuation on the way.
-	low := make([]rune, 0, len(s))
-	rs := []rune(s)
-	for i, r := range rs {
+	return string(appendNormalized(make([]byte, 0, len(s)), s))
+}
+
+// appendNormalized appends NormalizeAnswer(s) to dst, in one pass over s
+// and without other allocations than dst's growth: label and bench
+// normalise every state's evidence, and a copy of it as runes, per word
+// strings and fields were most of what they allocated.
+func appendNormalized(dst []byte, s string) []byte {
+	n := normalizer{out: dst}
+	for i, r := range s {
 		switch {
-		case r < 0x80 && strings.ContainsRune(asciiPunctuation, r):
+		case r < 0x80 && isASCIIPunct[r]:
 		case r == 0x130: // İ: Python's full lower-case mapping
-			low = append(low, 'i', 0x307)
-		case r == 0x3a3 && finalSigma(rs, i):
-			low = append(low, 0x3c2)
+			n.lowered('i')
+			n.lowered(0x307)
+		case r == 0x3a3 && finalSigma(s, i):
+			n.lowered(0x3c2)
 		default:
-			low = append(low, unicode.ToLower(r))
+			n.lowered(unicode.ToLower(r))
 		}
 	}
-	// Articles: maximal runs of word characters that are a, an or the.
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(low); {
-		if !isWordRune(low[i]) {
-			b.WriteRune(low[i])
-			i++
-			continue
+	n.endWord()
+	return n.out
+}
+
+// normalizer builds NormalizeAnswer's output from the lower-cased runes,
+// punctuation already dropped: it replaces the words (maximal runs of word
+// runes) a, an and the by a space, and collapses white space as Python's
+// ' '.join(s.split()) does.
+type normalizer struct {
+	out []byte
+	// space is set when white space came since the last rune written.
+	space bool
+	// inWord is set within a word, which starts at out[word]; mark is
+	// out's length before the word (and the space written before it).
+	inWord     bool
+	word, mark int
+}
+
+func (n *normalizer) lowered(r rune) {
+	switch {
+	case isWordRune(r):
+		if !n.inWord {
+			n.inWord, n.mark = true, len(n.out)
+			n.emit(r)
+			n.word = len(n.out) - utf8.RuneLen(r)
+			return
 		}
-		j := i
-		for j < len(low) && isWordRune(low[j]) {
-			j++
-		}
-		switch w := string(low[i:j]); w {
-		case "a", "an", "the":
-			b.WriteByte(' ')
-		default:
-			b.WriteString(w)
-		}
-		i = j
+		n.emit(r)
+	default:
+		n.endWord()
+		n.emit(r)
 	}
-	return strings.Join(strings.FieldsFunc(b.String(), isPythonSpace), " ")
+}
+
+// endWord ends the word being read, if any: an article becomes a space.
+func (n *normalizer) endWord() {
+	if !n.inWord {
+		return
+	}
+	n.inWord = false
+	switch string(n.out[n.word:]) {
+	case "a", "an", "the":
+		n.out, n.space = n.out[:n.mark], true
+	}
+}
+
+// emit writes r, or notes white space.
+func (n *normalizer) emit(r rune) {
+	if isPythonSpace(r) {
+		n.space = true
+		return
+	}
+	if n.space && len(n.out) > 0 {
+		n.out = append(n.out, ' ')
+	}
+	n.space = false
+	n.out = utf8.AppendRune(n.out, r)
 }
 
 // isWordRune reports whether r is a word character of Python's re in
@@ -64,43 +108,55 @@ func isPythonSpace(r rune) bool {
 	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
 }
 
-// finalSigma reports whether the capital sigma at rs[i] ends a word, so
+// finalSigma reports whether the capital sigma at s[i:] ends a word, so
 // that Python lower-cases it to a final sigma: a cased letter comes before
 // it and none after it (case-ignorable characters skipped both ways).
-func finalSigma(rs []rune, i int) bool {
+func finalSigma(s string, i int) bool {
 	cased := func(r rune) bool { return unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r) }
 	ignorable := func(r rune) bool {
 		return unicode.In(r, unicode.Mn, unicode.Me, unicode.Cf, unicode.Lm, unicode.Sk) || r == '\'' || r == '.' || r == ':'
 	}
 	before := false
-	for j := i - 1; j >= 0; j-- {
-		if ignorable(rs[j]) {
+	for j := i; j > 0; {
+		r, size := utf8.DecodeLastRuneInString(s[:j])
+		j -= size
+		if ignorable(r) {
 			continue
 		}
-		before = cased(rs[j])
+		before = cased(r)
 		break
 	}
 	if !before {
 		return false
 	}
-	for j := i + 1; j < len(rs); j++ {
-		if ignorable(rs[j]) {
+	for _, r := range s[i+len("Σ"):] {
+		if ignorable(r) {
 			continue
 		}
-		return !cased(rs[j])
+		return !cased(r)
 	}
 	return true
 }
 
 const asciiPunctuation = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
+// isASCIIPunct marks the runes of asciiPunctuation.
+var isASCIIPunct = func() (t [0x80]bool) {
+	for i := range len(asciiPunctuation) {
+		t[asciiPunctuation[i]] = true
+	}
+	return t
+}()
+
 // ContainsAnswer reports whether one of the answers appears in text, both
 // normalised with NormalizeAnswer, on word boundaries ("1905" is not found
 // in "19050"). Empty answers are never found.
 func ContainsAnswer(text string, answers []string) bool {
-	hay := " " + NormalizeAnswer(text) + " "
+	hay := append(appendNormalized(append(make([]byte, 0, len(text)+2), ' '), text), ' ')
+	var needle []byte
 	for _, a := range answers {
-		if n := NormalizeAnswer(a); n != "" && strings.Contains(hay, " "+n+" ") {
+		needle = append(appendNormalized(append(needle[:0], ' '), a), ' ')
+		if len(needle) > 2 && bytes.Contains(hay, needle) {
 			return true
 		}
 	}

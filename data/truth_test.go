@@ -1,6 +1,8 @@
 package data
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -162,4 +164,22 @@ func FuzzNormalizeAnswer(f *testing.F) {
 			t.Errorf("%q does not contain itself", s)
 		}
 	})
+}
+
+// BenchmarkContainsAnswer looks for two answers in an evidence context of
+// about 2 KB, as label's and bench's retrieval truth do for every state.
+func BenchmarkContainsAnswer(b *testing.B) {
+	var sb strings.Builder
+	for i := range 24 {
+		fmt.Fprintf(&sb, "The %d-th sentence of the Eiffel Tower's article, built in 1889 by Gustave Eiffel's company.\n", i)
+	}
+	text := sb.String()
+	answers := []string{"Champ de Mars", "the Champ-de-Mars"}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if ContainsAnswer(text, answers) {
+			b.Fatal("found")
+		}
+	}
 }
