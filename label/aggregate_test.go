@@ -184,7 +184,7 @@ func TestRetrievalTruth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			it := Item{State: data.State{QuestionID: "q", Evidence: tt.evidence}, Question: q}
+			it := Item{State: Input{QuestionID: "q", Evidence: tt.evidence}, Question: q}
 			s, err := RetrievalTruth{}.Label(t.Context(), it, 0)
 			if err != nil {
 				t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/llm"
 )
@@ -47,7 +46,7 @@ type Estimate struct {
 
 // requester is a teacher that makes chat requests (LLMTeacher).
 type requester interface {
-	Request(s data.State, sample int) llm.Request
+	Request(s Input, sample int) llm.Request
 }
 
 // Preflight counts what Run with these options would do, without

@@ -355,11 +355,11 @@ func (s *seenStates) add(k data.StateKey) error {
 	return nil
 }
 
-// states streams the rows of the input.
-func (r *run) states(ctx context.Context) iter.Seq2[data.State, error] {
-	return func(yield func(data.State, error) bool) {
+// states streams the rows of the input, the columns of Input only.
+func (r *run) states(ctx context.Context) iter.Seq2[Input, error] {
+	return func(yield func(Input, error) bool) {
 		stop := errors.New("stop")
-		err := data.EachRow(ctx, r.opts.In, data.KindTrajectories, func(rows []data.State) error {
+		err := data.EachRow(ctx, r.opts.In, data.KindTrajectories, func(rows []Input) error {
 			for _, s := range rows {
 				if !yield(s, nil) {
 					return stop
@@ -368,7 +368,7 @@ func (r *run) states(ctx context.Context) iter.Seq2[data.State, error] {
 			return nil
 		})
 		if err != nil && err != stop {
-			yield(data.State{}, fmt.Errorf("read %s: %w", r.opts.In, err))
+			yield(Input{}, fmt.Errorf("read %s: %w", r.opts.In, err))
 		}
 	}
 }

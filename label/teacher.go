@@ -18,11 +18,36 @@ import (
 // Item is what a teacher labels: one recorded state and its question, gold
 // answers and gold titles included.
 type Item struct {
-	State    data.State
+	State    Input
 	Question data.Question
 	// Row is the state's 0-based row in the input file.
 	Row int
 }
+
+// Input is what labelling reads of a recorded state (data.State, a row of
+// the trajectories): the columns named here, by the same names. The others
+// (the roles' raw outputs, queries, retrieved documents, timings, tokens),
+// most of a trajectories file, are neither read nor decoded.
+type Input struct {
+	QuestionID string `parquet:"question_id"`
+	Dataset    string `parquet:"dataset"`
+	Round      int32  `parquet:"round"`
+	Question   string `parquet:"question"`
+	// Context is the evidence context as the judge saw it, Evidence the
+	// same sentence by sentence with provenance (retrieval truth's input).
+	Context  string          `parquet:"context"`
+	Evidence []data.Evidence `parquet:"evidence,list"`
+	// JudgeModel and Sufficient are the rollout judge's, kept beside the
+	// teacher's verdict; IsFinal marks a question's last state; Failure is
+	// why the question failed (such rows are not labelled).
+	JudgeModel string `parquet:"judge_model"`
+	Sufficient bool   `parquet:"sufficient"`
+	IsFinal    bool   `parquet:"is_final"`
+	Failure    string `parquet:"failure"`
+}
+
+// Key returns the state's key.
+func (s Input) Key() data.StateKey { return data.StateKey{QuestionID: s.QuestionID, Round: s.Round} }
 
 // Teacher labels states. The contract every implementation keeps:
 //
@@ -183,7 +208,7 @@ type LLMTeacher struct {
 }
 
 // Request returns the chat request of one sample of a state.
-func (t *LLMTeacher) Request(s data.State, sample int) llm.Request {
+func (t *LLMTeacher) Request(s Input, sample int) llm.Request {
 	schema := judge.Schema()
 	req := llm.Request{
 		Messages:    rolecall.Messages(TeacherPrompt(s.Question, s.Context)),
