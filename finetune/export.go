@@ -1,6 +1,7 @@
 package finetune
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,44 +138,15 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		if split.in == "" {
 			continue
 		}
-		exs, err := readExamples(ctx, split.in)
-		if err != nil {
-			return sum, err
-		}
-		if len(exs) == 0 {
-			if split.name == "train" {
-				return sum, fmt.Errorf("export %s: %w", split.in, ErrNoExamples)
-			}
+		jsonl, sharegpt, pq := split.name+".jsonl", split.name+".sharegpt.json", split.name+".parquet"
+		st, err := exportSplit(ctx, split.in, filepath.Join(dir, split.name), opts, h)
+		if errors.Is(err, ErrNoExamples) && split.name != "train" {
 			continue
 		}
-		*split.out = summarise(exs, opts)
-		jsonl, sharegpt := split.name+".jsonl", split.name+".sharegpt.json"
-		pq := split.name + ".parquet"
-		b, err := openAIJSONL(exs)
 		if err != nil {
 			return sum, err
 		}
-		h.Write(b)
-		if err := data.WriteFileAtomic(filepath.Join(dir, jsonl), b); err != nil {
-			return sum, err
-		}
-		if b, err = shareGPT(exs); err != nil {
-			return sum, err
-		}
-		if err := data.WriteFileAtomic(filepath.Join(dir, sharegpt), b); err != nil {
-			return sum, err
-		}
-		w, err := data.CreateParquet[Example](filepath.Join(dir, pq), KindSFT, data.SpillPages())
-		if err != nil {
-			return sum, err
-		}
-		if err := w.Write(exs); err != nil {
-			w.Abort()
-			return sum, err
-		}
-		if err := w.Close(); err != nil {
-			return sum, err
-		}
+		*split.out = st.summary(opts.MaxLength)
 		info[split.dataset] = map[string]any{
 			"file_name":  sharegpt,
 			"formatting": "sharegpt",
@@ -183,10 +156,10 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 		rel := func(name string) string { return filepath.Join(DataDir, name) }
 		if split.name == "train" {
 			sum.Files.TrainOpenAI, sum.Files.TrainShareGPT, sum.Files.TrainParquet = rel(jsonl), rel(sharegpt), rel(pq)
-			sum.Files.TrainExamples, sum.Files.TrainQuestions = len(exs), questionIDs(exs)
+			sum.Files.TrainExamples, sum.Files.TrainQuestions = len(st.lengths), st.questions()
 		} else {
 			sum.Files.ValOpenAI, sum.Files.ValShareGPT, sum.Files.ValParquet = rel(jsonl), rel(sharegpt), rel(pq)
-			sum.Files.ValExamples, sum.Files.ValQuestions = len(exs), questionIDs(exs)
+			sum.Files.ValExamples, sum.Files.ValQuestions = len(st.lengths), st.questions()
 		}
 	}
 	b, err := json.MarshalIndent(info, "", "  ")
@@ -204,20 +177,66 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 	return sum, data.WriteFileAtomic(filepath.Join(dir, ExportFile), append(b, '\n'))
 }
 
-// questionIDs returns the ids of the examples' questions, sorted, each once.
-func questionIDs(exs []Example) []string {
-	ids := make([]string, len(exs))
-	for i, e := range exs {
-		ids[i] = e.QuestionID
+// exportSplit writes the examples of one filtered labels file as they are
+// read, to base+".jsonl", base+".sharegpt.json" and base+".parquet", each
+// under a temporary name renamed into place once the file is complete, so
+// that memory holds a batch of examples, not the split (a split of 265,000
+// examples is 1.4 GB of JSON). The JSONL's bytes also go to h. It returns
+// ErrNoExamples, and writes nothing, when the file holds no example.
+func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.Writer) (*splitStats, error) {
+	st := &splitStats{memo: llm.TokenMemo{Model: opts.Tokenizer}}
+	pw, err := data.CreateParquet[Example](base+".parquet", KindSFT, data.SpillPages())
+	if err != nil {
+		return nil, err
 	}
-	slices.Sort(ids)
-	return slices.Compact(ids)
+	defer pw.Abort() // unless closed
+	err = data.WriteAtomic(base+".jsonl", func(wj *bufio.Writer) error {
+		return data.WriteAtomic(base+".sharegpt.json", func(ws *bufio.Writer) error {
+			jenc := json.NewEncoder(io.MultiWriter(wj, h))
+			jenc.SetEscapeHTML(false)
+			sg := newShareGPTWriter(ws)
+			batch := make([]Example, 0, 256)
+			flush := func() error {
+				err := pw.Write(batch)
+				batch = batch[:0]
+				return err
+			}
+			err := eachExample(ctx, in, func(e Example) error {
+				if err := jenc.Encode(struct {
+					Messages []Message `json:"messages"`
+				}{e.Messages}); err != nil {
+					return err
+				}
+				if err := sg.add(e); err != nil {
+					return err
+				}
+				st.add(e)
+				if batch = append(batch, e); len(batch) == cap(batch) {
+					return flush()
+				}
+				return nil
+			})
+			if err == nil && len(st.lengths) == 0 {
+				err = fmt.Errorf("export %s: %w", in, ErrNoExamples)
+			}
+			if err == nil {
+				err = flush()
+			}
+			if err != nil {
+				return err
+			}
+			return sg.close()
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, pw.Close()
 }
 
-// readExamples reads the examples of a filtered labels file, checking that
-// every label is a usable one.
-func readExamples(ctx context.Context, path string) ([]Example, error) {
-	var exs []Example
+// eachExample calls fn with the example of each label of a filtered labels
+// file, checking that every label is a usable one.
+func eachExample(ctx context.Context, path string, fn func(Example) error) error {
 	err := data.EachRow(ctx, path, data.KindLabels, func(rows []data.Label) error {
 		for _, l := range rows {
 			switch {
@@ -226,80 +245,125 @@ func readExamples(ctx context.Context, path string) ([]Example, error) {
 			case l.Failure != "":
 				return fmt.Errorf("%s: state %s round %d has no usable label: give the output of distill filter", path, l.QuestionID, l.Round)
 			}
-			exs = append(exs, NewExample(l))
+			if err := fn(NewExample(l)); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("export: %w", err)
+		return fmt.Errorf("export: %w", err)
 	}
-	return exs, nil
+	return nil
 }
 
-func openAIJSONL(exs []Example) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	for _, e := range exs {
-		if err := enc.Encode(struct {
-			Messages []Message `json:"messages"`
-		}{e.Messages}); err != nil {
-			return nil, err
-		}
-	}
-	return b.Bytes(), nil
+// shareGPTWriter writes the examples in the ShareGPT layout LLaMA-Factory
+// reads, one by one: a list of {"conversations": [{"from": "human"},
+// {"from": "gpt"}], "system": ...}, indented by one space a level as a
+// json.Encoder with SetIndent("", " ") writes the whole list.
+type shareGPTWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	enc *json.Encoder
+	n   int
 }
 
-// shareGPT writes the examples in the ShareGPT layout LLaMA-Factory reads:
-// a list of {"conversations": [{"from": "human"}, {"from": "gpt"}],
-// "system": ...}.
-func shareGPT(exs []Example) ([]byte, error) {
-	type turn struct {
-		From  string `json:"from"`
-		Value string `json:"value"`
+func newShareGPTWriter(w *bufio.Writer) *shareGPTWriter {
+	s := &shareGPTWriter{w: w}
+	s.enc = json.NewEncoder(&s.buf)
+	s.enc.SetEscapeHTML(false)
+	s.enc.SetIndent(" ", " ") // an element of the list, one level in
+	return s
+}
+
+// shareGPTTurn and shareGPTConversation are the ShareGPT layout's turn and
+// example.
+type shareGPTTurn struct {
+	From  string `json:"from"`
+	Value string `json:"value"`
+}
+
+type shareGPTConversation struct {
+	Conversations []shareGPTTurn `json:"conversations"`
+	System        string         `json:"system"`
+}
+
+// shareGPT returns the example in the ShareGPT layout.
+func shareGPT(e Example) shareGPTConversation {
+	return shareGPTConversation{System: e.Messages[0].Content, Conversations: []shareGPTTurn{
+		{From: "human", Value: e.Messages[1].Content}, {From: "gpt", Value: e.Messages[2].Content}}}
+}
+
+func (s *shareGPTWriter) add(e Example) error {
+	s.buf.Reset()
+	if err := s.enc.Encode(shareGPT(e)); err != nil {
+		return err
 	}
-	type conv struct {
-		Conversations []turn `json:"conversations"`
-		System        string `json:"system"`
+	sep := ",\n "
+	if s.n == 0 {
+		sep = "[\n "
 	}
-	out := make([]conv, len(exs))
-	for i, e := range exs {
-		out[i] = conv{System: e.Messages[0].Content, Conversations: []turn{
-			{From: "human", Value: e.Messages[1].Content}, {From: "gpt", Value: e.Messages[2].Content}}}
+	s.n++
+	s.w.WriteString(sep)
+	_, err := s.w.Write(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	return err
+}
+
+// close ends the list.
+func (s *shareGPTWriter) close() error {
+	end := "\n]\n"
+	if s.n == 0 {
+		end = "[]\n"
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(out); err != nil {
-		return nil, err
+	_, err := s.w.WriteString(end)
+	return err
+}
+
+// splitStats is what a split's summary needs of its examples, gathered as
+// they are written: their token lengths and question ids.
+type splitStats struct {
+	memo                     llm.TokenMemo
+	lengths                  []int
+	sufficient, insufficient int
+	ids                      []string // each question once where its labels are together
+}
+
+func (st *splitStats) add(e Example) {
+	if e.Sufficient {
+		st.sufficient++
+	} else {
+		st.insufficient++
 	}
-	return b.Bytes(), nil
+	n := 3
+	for j, m := range e.Messages {
+		n += chatOverhead + st.memo.Count(j, m.Content)
+	}
+	st.lengths = append(st.lengths, n)
+	if k := len(st.ids); k == 0 || st.ids[k-1] != e.QuestionID {
+		st.ids = append(st.ids, e.QuestionID)
+	}
+}
+
+// questions returns the ids of the examples' questions, sorted, each once.
+func (st *splitStats) questions() []string {
+	ids := slices.Clone(st.ids)
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // chatOverhead is the tokens of chat format per message (role markers),
 // and per example (the assistant's turn opening).
 const chatOverhead = 4
 
-func summarise(exs []Example, opts ExportOptions) SplitSummary {
-	s := SplitSummary{Examples: len(exs)}
-	lengths := make([]int, len(exs))
-	memo := llm.TokenMemo{Model: opts.Tokenizer}
-	for i, e := range exs {
-		if e.Sufficient {
-			s.Sufficient++
-		} else {
-			s.Insufficient++
-		}
-		n := 3
-		for j, m := range e.Messages {
-			n += chatOverhead + memo.Count(j, m.Content)
-		}
-		lengths[i] = n
-		if n > opts.MaxLength {
+// summary returns the split's summary (it sorts the lengths).
+func (st *splitStats) summary(maxLength int) SplitSummary {
+	s := SplitSummary{Examples: len(st.lengths), Sufficient: st.sufficient, Insufficient: st.insufficient}
+	for _, n := range st.lengths {
+		if n > maxLength {
 			s.OverMaxLength++
 		}
 	}
+	lengths := st.lengths
 	slices.Sort(lengths)
 	pct := func(p float64) int { return lengths[min(len(lengths)-1, int(p*float64(len(lengths))))] }
 	s.TokensP50, s.TokensP90, s.TokensP99, s.TokensMax = pct(0.5), pct(0.9), pct(0.99), lengths[len(lengths)-1]

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -174,7 +175,49 @@ func TestExportRejects(t *testing.T) {
 	if _, err := finetune.Export(t.Context(), finetune.ExportOptions{Train: bad, Dir: dir}); err == nil {
 		t.Error("a dropped row was exported")
 	}
+	// The examples before the bad row were written as they came: none of
+	// them, and no temporary file, may be left.
+	if left, _ := os.ReadDir(filepath.Join(dir, finetune.DataDir)); len(left) > 0 {
+		t.Errorf("a refused export left %d files, the first %s", len(left), left[0].Name())
+	}
 	if _, err := finetune.Export(t.Context(), finetune.ExportOptions{Train: filepath.Join(dir, "none.parquet"), Dir: dir}); err == nil {
 		t.Error("a missing file was exported")
+	}
+}
+
+// TestExportEmptySplits checks that a training file without examples is
+// refused, leaving no file, and that an empty validation file makes no
+// validation files.
+func TestExportEmptySplits(t *testing.T) {
+	train, _ := finetunetest.SampleLabels(t)
+	empty := filepath.Join(t.TempDir(), "empty.parquet")
+	w, err := data.CreateParquet[data.Label](empty, data.KindLabels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	if _, err := finetune.Export(t.Context(), finetune.ExportOptions{Train: empty, Dir: dir}); !errors.Is(err, finetune.ErrNoExamples) {
+		t.Errorf("empty training file: got %v, want ErrNoExamples", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, finetune.DataDir)); len(left) > 0 {
+		t.Errorf("a refused export left %d files, the first %s", len(left), left[0].Name())
+	}
+
+	dir = t.TempDir()
+	sum, err := finetune.Export(t.Context(), finetune.ExportOptions{Train: train, Val: empty, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Files.ValExamples != 0 || sum.Files.ValOpenAI != "" || sum.Val.Examples != 0 || sum.Files.TrainExamples == 0 {
+		t.Errorf("summary with an empty validation file: %+v", sum.Files)
+	}
+	for _, name := range []string{"val.jsonl", "val.sharegpt.json", "val.parquet"} {
+		if _, err := os.Stat(filepath.Join(dir, finetune.DataDir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want no such file", name, err)
+		}
 	}
 }
