@@ -238,12 +238,8 @@ type scanned struct {
 // scan reads the input once: it checks that no state appears twice, keeps
 // the facts the rules need and counts what the summary says of the input.
 func scan(ctx context.Context, path string) (*scanned, error) {
-	type state struct {
-		qid   string
-		round int32
-	}
 	sc := &scanned{}
-	first := make(map[state]int) // row of each state
+	var seen stateSet
 	qindex := make(map[string]int32)
 	var (
 		hist     = make(map[string]int64)
@@ -254,16 +250,15 @@ func scan(ctx context.Context, path string) (*scanned, error) {
 		for i := range rows {
 			l := &rows[i]
 			n := len(sc.rows)
-			k := state{l.QuestionID, l.Round}
-			if j, ok := first[k]; ok {
-				return fmt.Errorf("%s: state (question %q, round %d) labelled twice, rows %d and %d: %w",
-					path, l.QuestionID, l.Round, j+1, n+1, ErrInput)
-			}
-			first[k] = n
 			q, ok := qindex[l.QuestionID]
 			if !ok {
 				q = int32(len(qindex))
 				qindex[l.QuestionID] = q
+			}
+			if !seen.add(q, l.Round) {
+				j := slices.IndexFunc(sc.rows, func(f facts) bool { return f.q == q && f.round == l.Round })
+				return fmt.Errorf("%s: state (question %q, round %d) labelled twice, rows %d and %d: %w",
+					path, l.QuestionID, l.Round, j+1, n+1, ErrInput)
 			}
 			f := factsOf(l)
 			f.q = q
@@ -280,7 +275,7 @@ func scan(ctx context.Context, path string) (*scanned, error) {
 	if err != nil {
 		return nil, err
 	}
-	clear(first)
+	seen = stateSet{}
 
 	// Number the questions in sorted order, so that what follows does not
 	// depend on the order of the input.
@@ -316,6 +311,44 @@ func scan(ctx context.Context, path string) (*scanned, error) {
 	truth.finish()
 	sum.Truth = truth
 	return sc, nil
+}
+
+// stateSet is the set of states (question, round) a scan has seen, with
+// the question as its index in the scan's order: a bit a round for rounds
+// 0 to 63, by question (8 bytes a question; the loop's rounds are a
+// handful), and a map for any other round. Labels come in the order their
+// states were labelled, so the rounds of a question are not adjacent and
+// every state must be remembered; this way it costs a bit, not the
+// question's id again.
+type stateSet struct {
+	rounds []uint64 // by question
+	other  map[[2]int32]struct{}
+}
+
+// add adds the state and reports whether it was not in the set yet. The
+// questions are numbered from 0 in the order they first appear, so q is
+// at most the number of questions seen so far.
+func (s *stateSet) add(q, round int32) bool {
+	if round < 0 || round >= 64 {
+		k := [2]int32{q, round}
+		if _, ok := s.other[k]; ok {
+			return false
+		}
+		if s.other == nil {
+			s.other = make(map[[2]int32]struct{})
+		}
+		s.other[k] = struct{}{}
+		return true
+	}
+	for int(q) >= len(s.rounds) {
+		s.rounds = append(s.rounds, 0)
+	}
+	bit := uint64(1) << round
+	if s.rounds[q]&bit != 0 {
+		return false
+	}
+	s.rounds[q] |= bit
+	return true
 }
 
 // decisions says what becomes of each row of the input.

@@ -472,6 +472,14 @@ func TestBadInput(t *testing.T) {
 			want:    `state (question "b", round 0) labelled twice, rows 2 and 4`,
 		},
 		{
+			name: "duplicate state past round 63",
+			in: writeKind(t, filepath.Join(dir, "dup-late.parquet"), data.KindLabels, []data.Label{
+				lbl("a", 64), lbl("a", 0), lbl("a", 63), lbl("a", 64),
+			}),
+			wantErr: ErrInput,
+			want:    `state (question "a", round 64) labelled twice, rows 1 and 4`,
+		},
+		{
 			name:    "missing",
 			in:      filepath.Join(dir, "none.parquet"),
 			wantErr: os.ErrNotExist,
@@ -577,4 +585,24 @@ func BenchmarkRun(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(rows)*b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+func TestStateSet(t *testing.T) {
+	var s stateSet
+	states := [][2]int32{{0, 0}, {0, 1}, {1, 0}, {0, 63}, {0, 64}, {0, -1}, {5, 2}, {5, 1 << 30}, {2, 63}}
+	for _, st := range states {
+		if !s.add(st[0], st[1]) {
+			t.Fatalf("state %v taken for one already added", st)
+		}
+	}
+	for _, st := range states {
+		if s.add(st[0], st[1]) {
+			t.Errorf("state %v added twice", st)
+		}
+	}
+	for _, st := range [][2]int32{{1, 1}, {1, 63}, {2, 62}, {3, 0}, {5, 0}, {0, 65}, {1, -1}} {
+		if !s.add(st[0], st[1]) {
+			t.Errorf("state %v taken for one already added", st)
+		}
+	}
 }
