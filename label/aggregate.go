@@ -13,7 +13,7 @@ import (
 // retrieval truth and the teacher's names.
 func NewLabel(it Item, teacher, model, template string) data.Label {
 	s, q := it.State, it.Question
-	t := data.JudgeTruth(q, s.Evidence)
+	t := it.Truth()
 	return data.Label{
 		QuestionID: s.QuestionID, Dataset: s.Dataset, Round: s.Round, Question: s.Question,
 		Context: s.Context, Evidence: s.Evidence, IsFinal: s.IsFinal,

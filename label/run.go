@@ -386,6 +386,7 @@ func (r *run) cost() float64 {
 // labelOne asks the teacher for every sample of one state and aggregates
 // them.
 func (r *run) labelOne(ctx context.Context, it Item) (data.Label, error) {
+	it = it.withTruth()
 	l := NewLabel(it, r.opts.Info.Teacher, r.opts.Info.Model, r.opts.Info.Template)
 	l.Samples = make([]data.LabelSample, 0, r.opts.Samples)
 	for k := range r.opts.Samples {

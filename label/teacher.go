@@ -22,6 +22,28 @@ type Item struct {
 	Question data.Question
 	// Row is the state's 0-based row in the input file.
 	Row int
+	// truth, when set (withTruth), is data.JudgeTruth of the state's
+	// evidence: the label and a retrieval-truth teacher both need it, and
+	// comparing every answer with the evidence is most of a built-in
+	// labelling run's work.
+	truth *data.Truth
+}
+
+// Truth returns the retrieval truth of the item's evidence
+// (data.JudgeTruth of its question and evidence).
+func (it Item) Truth() data.Truth {
+	if it.truth != nil {
+		return *it.truth
+	}
+	return data.JudgeTruth(it.Question, it.State.Evidence)
+}
+
+// withTruth returns the item with its retrieval truth computed, so that
+// what is handed the copy does not compute it again.
+func (it Item) withTruth() Item {
+	t := it.Truth()
+	it.truth = &t
+	return it
 }
 
 // Input is what labelling reads of a recorded state (data.State, a row of
@@ -95,7 +117,7 @@ func (RetrievalTruth) Label(ctx context.Context, it Item, sample int) (data.Labe
 	if err := ctx.Err(); err != nil {
 		return data.LabelSample{}, err
 	}
-	v := TruthVerdict(it.Question, it.State.Evidence)
+	v := truthVerdict(it.Truth())
 	out, err := json.Marshal(v)
 	if err != nil {
 		return data.LabelSample{}, err
@@ -109,7 +131,11 @@ func (RetrievalTruth) Label(ctx context.Context, it Item, sample int) (data.Labe
 // TruthVerdict is the verdict retrieval truth gives an evidence context;
 // see RetrievalTruth.
 func TruthVerdict(q data.Question, evidence []data.Evidence) data.Verdict {
-	t := data.JudgeTruth(q, evidence)
+	return truthVerdict(data.JudgeTruth(q, evidence))
+}
+
+// truthVerdict is the verdict of a context whose retrieval truth is t.
+func truthVerdict(t data.Truth) data.Verdict {
 	if t.Complete || (t.GoldTitles == 0 && t.AnswerFound) {
 		return data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}
 	}

@@ -1,6 +1,7 @@
 package label
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -41,6 +42,27 @@ func TestTruthVerdict(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, TruthVerdict(tt.q, tt.evidence)); diff != "" {
 				t.Errorf("verdict mismatch (-want +got):\n%s", diff)
+			}
+			// The teacher and the label give the same, whether the item's
+			// truth was computed ahead (as a run does) or not.
+			truth := data.JudgeTruth(tt.q, tt.evidence)
+			it := Item{State: Input{QuestionID: "q", Evidence: tt.evidence}, Question: tt.q}
+			for _, it := range []Item{it, it.withTruth()} {
+				if diff := cmp.Diff(truth, it.Truth()); diff != "" {
+					t.Errorf("item truth mismatch (-want +got):\n%s", diff)
+				}
+				s, err := RetrievalTruth{}.Label(context.Background(), it, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, data.Verdict{Sufficient: s.Sufficient, GapItems: s.GapItems}); diff != "" {
+					t.Errorf("teacher's verdict mismatch (-want +got):\n%s", diff)
+				}
+				l := NewLabel(it, NameRetrievalTruth, RetrievalTruthModel, RetrievalTruthTemplate)
+				if l.TruthComplete != truth.Complete || l.TruthAnswerFound != truth.AnswerFound ||
+					int(l.TruthTitlesFound) != truth.TitlesFound || l.TruthStrength != truth.Strength.String() {
+					t.Errorf("label's truth %v %v %d %s, want %+v", l.TruthComplete, l.TruthAnswerFound, l.TruthTitlesFound, l.TruthStrength, truth)
+				}
 			}
 		})
 	}
