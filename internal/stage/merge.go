@@ -149,7 +149,7 @@ func merge[K comparable, R any, P Report](ctx context.Context, out string, input
 		h.Inputs = append(h.Inputs, Input{Dir: dir, Shard: j.Shard(reps[i]), Units: units, Rows: rows, WallSeconds: in.WallSeconds})
 		selected += j.Selected(reps[i])
 	}
-	if n := len(seen.where); n != selected {
+	if n := seen.where.len(); n != selected {
 		return Header{}, fmt.Errorf("the inputs hold %d %s, their reports %d", n, j.Unit, selected)
 	}
 	if err := w.Close(); err != nil {

@@ -25,7 +25,7 @@ type Plan[K comparable, U any] struct {
 	// last is each unit's last record in the parts; keep says failures
 	// are kept (done), not retried; finished says the one part is the
 	// output file of a finished run (no parts beside it).
-	last     map[K]unitRecord
+	last     keyMap[K, unitRecord]
 	finished bool
 	keep     bool
 	units    func(ctx context.Context, count bool) iter.Seq2[U, error]
@@ -50,7 +50,7 @@ type unitRecord struct {
 // another limit), are errors. It writes nothing, so that a preflight can
 // use it as Run does.
 func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R, P], parts string) (*Plan[K, U], error) {
-	p := &Plan[K, U]{last: make(map[K]unitRecord), keep: j.KeepFailed, units: j.Units, key: j.UnitKey, unit: j.Unit, input: j.Input}
+	p := &Plan[K, U]{keep: j.KeepFailed, units: j.Units, key: j.UnitKey, unit: j.Unit, input: j.Input}
 	if parts != "" {
 		if err := readParts(ctx, p, j.Layout, parts, filepath.Join(j.Out, j.File)); err != nil {
 			return nil, fmt.Errorf("read checkpoint: %w", err)
@@ -61,7 +61,7 @@ func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R
 			return nil, err
 		}
 		p.Selected++
-		switch rec, ok := p.last[j.UnitKey(u)]; {
+		switch rec, ok := p.last.get(j.UnitKey(u)); {
 		case !ok:
 		case rec.failed && !p.keep:
 			p.Retry++
@@ -69,7 +69,7 @@ func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R
 			p.AlreadyDone++
 		}
 	}
-	if extra := len(p.last) - p.AlreadyDone - p.Retry; extra > 0 {
+	if extra := p.last.len() - p.AlreadyDone - p.Retry; extra > 0 {
 		return nil, fmt.Errorf("resume %s: its parts hold %d %s that this run does not select (different input?): %w", j.Out, extra, j.Unit, ErrMismatch)
 	}
 	p.Todo = p.Selected - p.AlreadyDone
@@ -79,7 +79,7 @@ func Select[K comparable, U, R any, P Report](ctx context.Context, j Job[K, U, R
 // done says whether the parts hold unit k, done (a failure only when the
 // job keeps failures).
 func (p *Plan[K, U]) done(k K) bool {
-	rec, ok := p.last[k]
+	rec, ok := p.last.get(k)
 	return ok && (!rec.failed || p.keep)
 }
 
@@ -106,10 +106,10 @@ func readParts[K comparable, U, R any, P Report](ctx context.Context, p *Plan[K,
 	}
 	for _, part := range parts {
 		err := eachUnit(ctx, part.Path, l.Kind, l.Key, func(k K, rows []R) error {
-			if prev, ok := p.last[k]; ok && (prev.part == part.N || !prev.failed) {
+			if prev, ok := p.last.get(k); ok && (prev.part == part.N || !prev.failed) {
 				return fmt.Errorf("%s appears twice (in %s and %s)", l.Describe(k), where(prev.part), where(part.N))
 			}
-			p.last[k] = unitRecord{part: part.N, failed: l.failure(rows) != ""}
+			p.last.set(k, unitRecord{part: part.N, failed: l.failure(rows) != ""})
 			return nil
 		})
 		if err != nil {
@@ -186,15 +186,15 @@ func eachUnit[K comparable, R any](ctx context.Context, path string, kind data.K
 
 // seen checks, as rows stream past, that no unit appears twice, and names
 // the sources (parts, merged inputs) where one did. Memory grows with the
-// number of units only.
+// number of units only (see keyMap).
 type seen[K comparable] struct {
-	where    map[K]int
+	where    keyMap[K, int]
 	sources  []string
 	describe func(K) string
 }
 
 func newSeen[K comparable](describe func(K) string) *seen[K] {
-	return &seen[K]{where: make(map[K]int), describe: describe}
+	return &seen[K]{describe: describe}
 }
 
 // source registers a source of rows and returns its number for add.
@@ -205,10 +205,10 @@ func (s *seen[K]) source(name string) int {
 
 // add records unit k, read from source src.
 func (s *seen[K]) add(k K, src int) error {
-	if prev, dup := s.where[k]; dup {
+	if prev, dup := s.where.get(k); dup {
 		return fmt.Errorf("%s appears twice (in %s and %s)", s.describe(k), s.sources[prev], s.sources[src])
 	}
-	s.where[k] = src
+	s.where.set(k, src)
 	return nil
 }
 

@@ -289,7 +289,7 @@ func (r *run[K, U, R, P]) write(units <-chan []R) error {
 // wrote adds a unit's rows to the current part and counts them.
 func (r *run[K, U, R, P]) wrote(rows []R) error {
 	k := r.j.Key(&rows[0])
-	_, retry := r.plan.last[k]
+	_, retry := r.plan.last.get(k)
 	if _, dup := r.written[k]; dup {
 		return fmt.Errorf("%s was done twice", r.j.Describe(k))
 	}
@@ -476,7 +476,7 @@ func (r *run[K, U, R, P]) lastPart(k K) (n int, ok bool) {
 	if n, ok := r.written[k]; ok {
 		return n, true
 	}
-	if rec, ok := r.plan.last[k]; ok {
+	if rec, ok := r.plan.last.get(k); ok {
 		return rec.part, true
 	}
 	return 0, false
