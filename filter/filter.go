@@ -246,7 +246,7 @@ func scan(ctx context.Context, path string) (*scanned, error) {
 		teachers = make(map[Teacher]int64)
 		truth    TruthAgreement
 	)
-	err := data.EachRow(ctx, path, data.KindLabels, func(rows []data.Label) error {
+	err := data.EachRow(ctx, path, data.KindLabels, func(rows []scanRow) error {
 		for i := range rows {
 			l := &rows[i]
 			n := len(sc.rows)

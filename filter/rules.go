@@ -90,7 +90,32 @@ type facts struct {
 	noGaps bool
 }
 
-func factsOf(l *data.Label) facts {
+// scanRow is what the first pass reads of a label (data.Label): the
+// columns named here, by the same names, for the rules and the summary.
+// The others, most of a labels file (the state's context and evidence,
+// the samples' outputs, the gap items' text), are neither read nor
+// decoded; of the samples and the gap items one column each is read, for
+// their number.
+type scanRow struct {
+	QuestionID    string  `parquet:"question_id"`
+	Round         int32   `parquet:"round"`
+	TruthComplete bool    `parquet:"truth_complete"`
+	TruthStrength string  `parquet:"truth_strength"`
+	Teacher       string  `parquet:"teacher"`
+	TeacherModel  string  `parquet:"teacher_model"`
+	Sufficient    bool    `parquet:"sufficient"`
+	Agreement     float64 `parquet:"agreement"`
+	Contradiction bool    `parquet:"contradiction"`
+	Failure       string  `parquet:"failure"`
+	Samples       []struct {
+		Sample int32 `parquet:"sample"`
+	} `parquet:"samples,list"`
+	GapItems []struct {
+		Category string `parquet:"category"`
+	} `parquet:"gap_items,list"`
+}
+
+func factsOf(l *scanRow) facts {
 	return facts{
 		round:         l.Round,
 		agreement:     l.Agreement,

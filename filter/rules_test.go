@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -318,4 +319,11 @@ func TestDroppedRowsAsRead(t *testing.T) {
 	if diff := cmp.Diff(row.GapItems, out.dropped[0].GapItems); diff != "" {
 		t.Errorf("gap items of a dropped row (-want +got):\n%s", diff)
 	}
+}
+
+// TestScanRowColumnsAreLabels checks that every column the first pass
+// reads (scanRow) is a column of the labels (data.Label) with the same
+// type and structure.
+func TestScanRowColumnsAreLabels(t *testing.T) {
+	testkit.SameColumns(t, scanRow{}, data.Label{}, 12)
 }

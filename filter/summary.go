@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/distill-rag/distill/data"
 )
 
 // Summary is the content of filter.json: what Run read, with which
@@ -164,7 +162,7 @@ type Confusion struct {
 	TN int64 `json:"tn"`
 }
 
-func (t *TruthAgreement) add(l *data.Label, f facts) {
+func (t *TruthAgreement) add(l *scanRow, f facts) {
 	t.Rows++
 	switch f.strength {
 	case strongPositive:
