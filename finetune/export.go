@@ -12,7 +12,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/judge"
@@ -184,7 +186,8 @@ func Export(ctx context.Context, opts ExportOptions) (ExportSummary, error) {
 // examples is 1.4 GB of JSON). The JSONL's bytes also go to h. It returns
 // ErrNoExamples, and writes nothing, when the file holds no example.
 func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.Writer) (*splitStats, error) {
-	st := &splitStats{memo: llm.TokenMemo{Model: opts.Tokenizer}}
+	st := &splitStats{tokens: newTokenCounter(opts.Tokenizer, runtime.GOMAXPROCS(0))}
+	defer st.tokens.close() // unless done
 	pw, err := data.CreateParquet[Example](base+".parquet", KindSFT, data.SpillPages())
 	if err != nil {
 		return nil, err
@@ -216,7 +219,7 @@ func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.
 				}
 				return nil
 			})
-			if err == nil && len(st.lengths) == 0 {
+			if err == nil && st.examples == 0 {
 				err = fmt.Errorf("export %s: %w", in, ErrNoExamples)
 			}
 			if err == nil {
@@ -231,6 +234,7 @@ func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.
 	if err != nil {
 		return nil, err
 	}
+	st.done()
 	return st, pw.Close()
 }
 
@@ -320,28 +324,83 @@ func (s *shareGPTWriter) close() error {
 }
 
 // splitStats is what a split's summary needs of its examples, gathered as
-// they are written: their token lengths and question ids.
+// they are written: their token lengths (counted by tokens, then set in
+// lengths when the split is done) and question ids.
 type splitStats struct {
-	memo                     llm.TokenMemo
+	tokens                   *tokenCounter
 	lengths                  []int
+	examples                 int
 	sufficient, insufficient int
 	ids                      []string // each question once where its labels are together
 }
 
 func (st *splitStats) add(e Example) {
+	st.examples++
 	if e.Sufficient {
 		st.sufficient++
 	} else {
 		st.insufficient++
 	}
-	n := 3
-	for j, m := range e.Messages {
-		n += chatOverhead + st.memo.Count(j, m.Content)
-	}
-	st.lengths = append(st.lengths, n)
+	st.tokens.add(e.Messages)
 	if k := len(st.ids); k == 0 || st.ids[k-1] != e.QuestionID {
 		st.ids = append(st.ids, e.QuestionID)
 	}
+}
+
+// done waits for the examples' token lengths and sets them in lengths.
+func (st *splitStats) done() {
+	st.lengths = st.tokens.close()
+}
+
+// tokenCounter counts the tokens of examples on every core while the
+// export goes on writing them: counting (tiktoken's pattern and merges)
+// is most of an export's work. The lengths come in no particular order.
+type tokenCounter struct {
+	jobs    chan []Message
+	wg      sync.WaitGroup
+	lengths [][]int // by worker
+	closed  bool
+}
+
+func newTokenCounter(model string, workers int) *tokenCounter {
+	c := &tokenCounter{jobs: make(chan []Message, 4*workers), lengths: make([][]int, workers)}
+	c.wg.Add(workers)
+	for w := range workers {
+		go func() {
+			defer c.wg.Done()
+			memo := llm.TokenMemo{Model: model} // the system message is counted once a worker
+			for msgs := range c.jobs {
+				c.lengths[w] = append(c.lengths[w], exampleTokens(&memo, msgs))
+			}
+		}()
+	}
+	return c
+}
+
+// add counts the tokens of an example's messages, which must not change
+// after.
+func (c *tokenCounter) add(msgs []Message) { c.jobs <- msgs }
+
+// close waits for the counts and returns them; it may be called again
+// (it returns nil then).
+func (c *tokenCounter) close() []int {
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	close(c.jobs)
+	c.wg.Wait()
+	return slices.Concat(c.lengths...)
+}
+
+// exampleTokens returns the tokens of an example: its messages and the
+// chat format's.
+func exampleTokens(memo *llm.TokenMemo, msgs []Message) int {
+	n := 3
+	for j, m := range msgs {
+		n += chatOverhead + memo.Count(j, m.Content)
+	}
+	return n
 }
 
 // questions returns the ids of the examples' questions, sorted, each once.

@@ -65,6 +65,26 @@ func TestExportFormats(t *testing.T) {
 				t.Fatalf("completion %s: %+v, %v", want[i][2].Content, v, err)
 			}
 		}
+		// The token lengths: each example's messages counted one by one,
+		// with the chat format's tokens (4 a message, 3 an example).
+		lengths := make([]int, len(want))
+		over := 0
+		for i, msgs := range want {
+			lengths[i] = 3
+			for _, m := range msgs {
+				lengths[i] += 4 + llm.CountTokens("", m.Content)
+			}
+			if lengths[i] > 600 {
+				over++
+			}
+		}
+		slices.Sort(lengths)
+		pct := func(p float64) int { return lengths[min(len(lengths)-1, int(p*float64(len(lengths))))] }
+		if s := split.summary; s.TokensP50 != pct(0.5) || s.TokensP90 != pct(0.9) || s.TokensP99 != pct(0.99) ||
+			s.TokensMax != lengths[len(lengths)-1] || s.OverMaxLength != over {
+			t.Errorf("%s: token lengths %+v, want p50 %d, p90 %d, p99 %d, max %d, %d over 600", split.jsonl, s,
+				pct(0.5), pct(0.9), pct(0.99), lengths[len(lengths)-1], over)
+		}
 
 		// OpenAI JSONL.
 		raw, err := os.ReadFile(filepath.Join(dir, split.jsonl))
