@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"path/filepath"
 	"strings"
@@ -109,20 +111,36 @@ type set struct {
 	y []float64
 }
 
+// readSet reads the features and targets of a filtered labels file, in
+// its order. The features of each batch of rows are computed on every
+// core: they are most of the reading's work.
 func readSet(ctx context.Context, path string) (set, error) {
 	var s set
+	workers := runtime.GOMAXPROCS(0)
 	err := data.EachRow(ctx, path, data.KindLabels, func(rows []data.Label) error {
 		for _, l := range rows {
 			if l.DropRule != "" || l.Failure != "" {
 				return fmt.Errorf("%s: state %s round %d is not a kept label: give the output of distill filter", path, l.QuestionID, l.Round)
 			}
-			s.x = append(s.x, lexical.Features(l.Question, l.Evidence))
 			y := 0.0
 			if l.Sufficient {
 				y = 1
 			}
 			s.y = append(s.y, y)
 		}
+		base := len(s.x)
+		s.x = append(s.x, make([][]float64, len(rows))...)
+		var wg sync.WaitGroup
+		chunk := (len(rows) + workers - 1) / workers
+		for lo := 0; lo < len(rows); lo += chunk {
+			hi := min(lo+chunk, len(rows))
+			wg.Go(func() {
+				for i := lo; i < hi; i++ {
+					s.x[base+i] = lexical.Features(rows[i].Question, rows[i].Evidence)
+				}
+			})
+		}
+		wg.Wait()
 		return nil
 	})
 	return s, err
