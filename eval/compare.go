@@ -128,7 +128,7 @@ func writePairedLines(w io.Writer, p Paired, na, nb int) {
 
 // describe is the one-line summary of a report Compare starts with.
 func describe(r Report) string {
-	parts := []string{fmt.Sprintf("%d questions", r.Questions)}
+	parts := []string{questions(r.Questions)}
 	if !r.CreatedAt.IsZero() {
 		parts = append(parts, r.CreatedAt.UTC().Format(time.RFC3339))
 	}

@@ -179,7 +179,7 @@ func WriteMarkdown(w io.Writer, r Report) error {
 		dataset = "(unnamed dataset)"
 	}
 	fmt.Fprintf(&b, "# Benchmark: %s\n\n", mdEscape(dataset))
-	fmt.Fprintf(&b, "%d questions", r.Questions)
+	b.WriteString(questions(r.Questions))
 	if !r.CreatedAt.IsZero() {
 		fmt.Fprintf(&b, ", %s", r.CreatedAt.UTC().Format(time.RFC3339))
 	}
@@ -271,13 +271,22 @@ func writePairedWords(b *bytes.Buffer, r Report) {
 		"McNemar's exact test on the questions one variant answers exactly and the other not; won / lost / tied by F1):\n\n",
 		Baseline, Baseline, 100*bs.Confidence, bs.Resamples, method, bs.Seed)
 	level := num(100*(1-bs.Confidence), 0) + "%"
+	ci := num(100*bs.Confidence, 0) + "%"
 	for _, p := range r.Paired {
-		fmt.Fprintf(b, "- %s (%d questions): EM %s points (McNemar %s), %s; F1 %s points (95%% CI %s to %s), %s; %d questions won and %d lost on EM, %d won and %d lost on F1.\n",
-			mdEscape(p.Variant), p.Questions, signed(p.EM.Diff, precPercent), pWords(p.McNemarP), significance(p.EM.Significant, level),
-			signed(p.F1.Diff, precPercent), signed(p.F1.Low, precPercent), signed(p.F1.High, precPercent), significance(p.F1.Significant, level),
-			p.EMWon, p.EMLost, p.Won, p.Lost)
+		fmt.Fprintf(b, "- %s (%s): EM %s points (McNemar %s), %s; F1 %s points (%s CI %s to %s), %s; %s won and %d lost on EM, %d won and %d lost on F1.\n",
+			mdEscape(p.Variant), questions(p.Questions), signed(p.EM.Diff, precPercent), pWords(p.McNemarP), significance(p.EM.Significant, level),
+			signed(p.F1.Diff, precPercent), ci, signed(p.F1.Low, precPercent), signed(p.F1.High, precPercent), significance(p.F1.Significant, level),
+			questions(p.EMWon), p.EMLost, p.Won, p.Lost)
 	}
 	b.WriteString("\nA difference that is not significant is one that these questions cannot tell from chance.\n\n")
+}
+
+// questions returns "1 question" or "n questions".
+func questions(n int) string {
+	if n == 1 {
+		return "1 question"
+	}
+	return fmt.Sprintf("%d questions", n)
 }
 
 // significance says in words whether a difference is significant.

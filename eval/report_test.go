@@ -391,3 +391,11 @@ func TestMarkdownEscapes(t *testing.T) {
 		t.Errorf("report.md does not start with the escaped dataset name:\n%s", md.String())
 	}
 }
+
+func TestQuestionsWord(t *testing.T) {
+	for n, want := range map[int]string{0: "0 questions", 1: "1 question", 2: "2 questions", 200: "200 questions"} {
+		if got := questions(n); got != want {
+			t.Errorf("questions(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
