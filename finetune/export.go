@@ -219,7 +219,7 @@ func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.
 				}
 				return nil
 			})
-			if err == nil && st.examples == 0 {
+			if err == nil && st.sufficient+st.insufficient == 0 {
 				err = fmt.Errorf("export %s: %w", in, ErrNoExamples)
 			}
 			if err == nil {
@@ -329,13 +329,11 @@ func (s *shareGPTWriter) close() error {
 type splitStats struct {
 	tokens                   *tokenCounter
 	lengths                  []int
-	examples                 int
 	sufficient, insufficient int
 	ids                      []string // each question once where its labels are together
 }
 
 func (st *splitStats) add(e Example) {
-	st.examples++
 	if e.Sufficient {
 		st.sufficient++
 	} else {
@@ -350,6 +348,13 @@ func (st *splitStats) add(e Example) {
 // done waits for the examples' token lengths and sets them in lengths.
 func (st *splitStats) done() {
 	st.lengths = st.tokens.close()
+}
+
+// questions returns the ids of the examples' questions, sorted, each once
+// (it sorts ids).
+func (st *splitStats) questions() []string {
+	slices.Sort(st.ids)
+	return slices.Compact(st.ids)
 }
 
 // tokenCounter counts the tokens of examples on every core while the
@@ -401,13 +406,6 @@ func exampleTokens(memo *llm.TokenMemo, msgs []Message) int {
 		n += chatOverhead + memo.Count(j, m.Content)
 	}
 	return n
-}
-
-// questions returns the ids of the examples' questions, sorted, each once.
-func (st *splitStats) questions() []string {
-	ids := slices.Clone(st.ids)
-	slices.Sort(ids)
-	return slices.Compact(ids)
 }
 
 // chatOverhead is the tokens of chat format per message (role markers),
