@@ -187,6 +187,11 @@ func (r *run[K, U, R, P]) pipeline(ctx context.Context) error {
 // it started has returned.
 func (r *run[K, U, R, P]) dispatch(ctx context.Context, todo iter.Seq2[U, error], emit func([]R) error) error {
 	g, gctx := errgroup.WithContext(ctx)
+	// A failed unit cancels stop before its slot comes free, so that no
+	// unit starts after a failure (errgroup cancels gctx only once the
+	// function has returned, after its deferred calls).
+	gctx, stop := context.WithCancelCause(gctx)
+	defer stop(nil)
 	// A slot is taken before the budget is checked, so that a unit starts
 	// only if the budget was not spent when its slot came free: at most the
 	// units in flight then run past the budget.
@@ -207,12 +212,15 @@ func (r *run[K, U, R, P]) dispatch(ctx context.Context, todo iter.Seq2[U, error]
 			break
 		}
 		g.Go(func() error {
-			defer slots.Release(1)
 			rows, err := r.j.Work(gctx, u)
-			if err != nil {
-				return err
+			if err == nil {
+				err = emit(rows)
 			}
-			return emit(rows)
+			if err != nil {
+				stop(err)
+			}
+			slots.Release(1)
+			return err
 		})
 	}
 	if werr := g.Wait(); werr != nil {
