@@ -60,9 +60,13 @@ var (
 // Options configure Run. The zero value of each field but In and Out is
 // usable; MinAgreement's is no threshold.
 type Options struct {
-	// In is the labels file (distill label's labels.parquet); Out the
-	// directory to write to, created if missing.
-	In, Out string
+	// In are the labels files (distill label's labels.parquet), filtered
+	// as one: the labels of several runs (datasets, settings) become one
+	// training set, each row keeping its dataset. A state (question id,
+	// round) must appear once in all of them. Out is the directory to
+	// write to, created if missing.
+	In  []string
+	Out string
 	// MinAgreement: rows whose Agreement is below it are dropped. Negative
 	// means the default: DefaultMinAgreement when the labels were sampled
 	// more than once (the most samples of a row of the input is over 1),
@@ -104,7 +108,7 @@ type settings struct {
 func (o Options) settings() (settings, error) {
 	s := settings{Options: o, valFraction: o.ValFraction, seed: o.Seed, log: o.Logger}
 	switch {
-	case o.In == "":
+	case len(o.In) == 0 || slices.Contains(o.In, ""):
 		return s, errors.New("no input file")
 	case o.Out == "":
 		return s, errors.New("no output directory")
@@ -140,14 +144,16 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("filter: %w", err)
 	}
-	if err := checkInput(s.In); err != nil {
-		return Summary{}, fmt.Errorf("filter: %w", err)
-	}
-	if inside, err := outdir.Inside(s.In, s.Out); err != nil || inside {
-		if err == nil {
-			err = fmt.Errorf("input %s is inside the output directory %s: %w", s.In, s.Out, ErrInput)
+	for _, in := range s.In {
+		if err := checkInput(in); err != nil {
+			return Summary{}, fmt.Errorf("filter: %w", err)
 		}
-		return Summary{}, fmt.Errorf("filter: %w", err)
+		if inside, err := outdir.Inside(in, s.Out); err != nil || inside {
+			if err == nil {
+				err = fmt.Errorf("input %s is inside the output directory %s: %w", in, s.Out, ErrInput)
+			}
+			return Summary{}, fmt.Errorf("filter: %w", err)
+		}
 	}
 	mode := outdir.New
 	if s.Overwrite {
@@ -172,7 +178,7 @@ func filterInto(ctx context.Context, s settings) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := sc.summary
-	sum.Input, sum.Output = s.In, s.Out
+	sum.Output = s.Out
 	minAgreement, isDefault := s.MinAgreement, s.MinAgreement < 0
 	if isDefault {
 		minAgreement = 0
@@ -186,7 +192,7 @@ func filterInto(ctx context.Context, s settings) (Summary, error) {
 		Balance: s.Balance, ValFraction: s.valFraction, Seed: s.seed,
 	}
 	rs := rules{minAgreement: minAgreement, dropSelfContradictory: s.DropSelfContradictory, keepEmptyGaps: s.KeepEmptyGaps}
-	s.log.Info("filter: read labels", "file", s.In, "rows", len(sc.rows), "questions", len(sc.qids),
+	s.log.Info("filter: read labels", "files", s.In, "rows", len(sc.rows), "questions", len(sc.qids),
 		"max_samples", sc.maxSamples, "min_agreement", minAgreement)
 
 	p := plan(sc, rs, s)
@@ -235,9 +241,10 @@ type scanned struct {
 	summary    Summary
 }
 
-// scan reads the input once: it checks that no state appears twice, keeps
-// the facts the rules need and counts what the summary says of the input.
-func scan(ctx context.Context, path string) (*scanned, error) {
+// scan reads the inputs once, in order: it checks that no state appears
+// twice, keeps the facts the rules need and counts what the summary says
+// of the input.
+func scan(ctx context.Context, paths []string) (*scanned, error) {
 	sc := &scanned{}
 	var seen stateSet
 	qindex := make(map[string]int32)
@@ -246,34 +253,18 @@ func scan(ctx context.Context, path string) (*scanned, error) {
 		teachers = make(map[Teacher]int64)
 		truth    TruthAgreement
 	)
-	err := data.EachRow(ctx, path, data.KindLabels, func(rows []scanRow) error {
-		for i := range rows {
-			l := &rows[i]
-			n := len(sc.rows)
-			q, ok := qindex[l.QuestionID]
-			if !ok {
-				q = int32(len(qindex))
-				qindex[l.QuestionID] = q
-			}
-			if !seen.add(q, l.Round) {
-				j := slices.IndexFunc(sc.rows, func(f facts) bool { return f.q == q && f.round == l.Round })
-				return fmt.Errorf("%s: state (question %q, round %d) labelled twice, rows %d and %d: %w",
-					path, l.QuestionID, l.Round, j+1, n+1, ErrInput)
-			}
-			f := factsOf(l)
-			f.q = q
-			sc.rows = append(sc.rows, f)
-			sc.maxSamples = max(sc.maxSamples, len(l.Samples))
+	for _, path := range paths {
+		first := len(sc.rows)
+		if err := scanFile(ctx, path, sc, &seen, qindex, func(l *scanRow, f facts) {
 			hist[fmt.Sprintf("%.2f", l.Agreement)]++
 			teachers[Teacher{Teacher: l.Teacher, Model: l.TeacherModel}]++
 			if !f.failed {
 				truth.add(l, f)
 			}
+		}); err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		sc.summary.Inputs = append(sc.summary.Inputs, Input{File: path, Rows: int64(len(sc.rows) - first)})
 	}
 	seen = stateSet{}
 
@@ -311,6 +302,33 @@ func scan(ctx context.Context, path string) (*scanned, error) {
 	truth.finish()
 	sum.Truth = truth
 	return sc, nil
+}
+
+// scanFile adds the rows of one input file to sc, each also passed to
+// each for the summary's statistics.
+func scanFile(ctx context.Context, path string, sc *scanned, seen *stateSet, qindex map[string]int32, each func(*scanRow, facts)) error {
+	return data.EachRow(ctx, path, data.KindLabels, func(rows []scanRow) error {
+		for i := range rows {
+			l := &rows[i]
+			n := len(sc.rows)
+			q, ok := qindex[l.QuestionID]
+			if !ok {
+				q = int32(len(qindex))
+				qindex[l.QuestionID] = q
+			}
+			if !seen.add(q, l.Round) {
+				j := slices.IndexFunc(sc.rows, func(f facts) bool { return f.q == q && f.round == l.Round })
+				return fmt.Errorf("%s: state (question %q, round %d) labelled twice, rows %d and %d of the input: %w",
+					path, l.QuestionID, l.Round, j+1, n+1, ErrInput)
+			}
+			f := factsOf(l)
+			f.q = q
+			sc.rows = append(sc.rows, f)
+			sc.maxSamples = max(sc.maxSamples, len(l.Samples))
+			each(l, f)
+		}
+		return nil
+	})
 }
 
 // stateSet is the set of states (question, round) a scan has seen, with
@@ -477,12 +495,8 @@ func (p *decisions) count(sc *scanned, sum *Summary) {
 // the Drop fields set. It adds the normalisation counts and the gap
 // categories of the kept rows to sum.
 func write(ctx context.Context, s settings, sc *scanned, p decisions, rs rules, sum *Summary) error {
-	var ws [3]*data.ParquetWriter[data.Label]
-	const (
-		train = iota
-		val
-		dropped
-	)
+	sw := splitWriter{sc: sc, p: p, rs: rs, sum: sum, categories: make(map[string]int64)}
+	ws := &sw.ws
 	for i, name := range []string{TrainFile, ValFile, DroppedFile} {
 		w, err := data.CreateParquet[data.Label](filepath.Join(s.Out, name), data.KindLabels, data.SpillPages())
 		if err != nil {
@@ -491,56 +505,15 @@ func write(ctx context.Context, s settings, sc *scanned, p decisions, rs rules, 
 		defer w.Abort()
 		ws[i] = w
 	}
-
-	categories := make(map[string]int64)
-	var batches [3][]data.Label
-	n := 0
-	err := data.EachRow(ctx, s.In, data.KindLabels, func(rows []data.Label) error {
-		for i := range batches {
-			batches[i] = batches[i][:0]
+	for _, in := range s.In {
+		if err := sw.file(ctx, in); err != nil {
+			return err
 		}
-		for i := range rows {
-			l := &rows[i]
-			if n >= len(sc.rows) || l.Round != sc.rows[n].round || l.QuestionID != sc.qids[sc.rows[n].q] {
-				return fmt.Errorf("%s changed while it was read: row %d is not the state read before", s.In, n+1)
-			}
-			f, r := sc.rows[n], p.rule[n]
-			n++
-			l.Split, l.DropRule, l.DropReason = "", "", ""
-			if r.normalized() {
-				sum.Normalization.add(normalize(l))
-			}
-			if r != ruleNone {
-				l.DropRule, l.DropReason = r.String(), rs.reason(r, l, p.bal)
-				batches[dropped] = append(batches[dropped], *l)
-				continue
-			}
-			for _, g := range l.GapItems {
-				categories[g.Category]++
-			}
-			if p.val[f.q] {
-				l.Split = SplitVal
-				batches[val] = append(batches[val], *l)
-			} else {
-				l.Split = SplitTrain
-				batches[train] = append(batches[train], *l)
-			}
-		}
-		for i, b := range batches {
-			if len(b) > 0 {
-				if err := ws[i].Write(b); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	if n != len(sc.rows) {
-		return fmt.Errorf("%s changed while it was read: %d rows, then %d", s.In, len(sc.rows), n)
+	if sw.n != len(sc.rows) {
+		return fmt.Errorf("the inputs changed while they were read: %d rows, then %d", len(sc.rows), sw.n)
 	}
+	categories := sw.categories
 	for i, want := range []int64{sum.Rows.Train, sum.Rows.Val, sum.Rows.Dropped} {
 		if got := ws[i].Rows(); got != want {
 			return fmt.Errorf("wrote %d rows to %s, want %d", got, []string{TrainFile, ValFile, DroppedFile}[i], want)
@@ -566,4 +539,71 @@ func write(ctx context.Context, s settings, sc *scanned, p decisions, rs rules, 
 		return fmt.Errorf("gap categories outside %v after normalisation: %v", data.GapCategories(), categories)
 	}
 	return nil
+}
+
+// The files of kept and dropped rows, as indexes of splitWriter.ws.
+const (
+	outTrain = iota
+	outVal
+	outDropped
+)
+
+// splitWriter writes the rows of the inputs, in the order scan read them,
+// where the decisions send them.
+type splitWriter struct {
+	sc  *scanned
+	p   decisions
+	rs  rules
+	sum *Summary
+	ws  [3]*data.ParquetWriter[data.Label]
+	// batches are the rows of a read batch by file; categories counts the
+	// kept gap items by category; n the rows written so far.
+	batches    [3][]data.Label
+	categories map[string]int64
+	n          int
+}
+
+// file writes the rows of one input.
+func (w *splitWriter) file(ctx context.Context, in string) error {
+	sc, p := w.sc, w.p
+	return data.EachRow(ctx, in, data.KindLabels, func(rows []data.Label) error {
+		for i := range w.batches {
+			w.batches[i] = w.batches[i][:0]
+		}
+		for i := range rows {
+			l := &rows[i]
+			if w.n >= len(sc.rows) || l.Round != sc.rows[w.n].round || l.QuestionID != sc.qids[sc.rows[w.n].q] {
+				return fmt.Errorf("%s changed while it was read: row %d of the inputs is not the state read before", in, w.n+1)
+			}
+			f, r := sc.rows[w.n], p.rule[w.n]
+			w.n++
+			l.Split, l.DropRule, l.DropReason = "", "", ""
+			if r.normalized() {
+				w.sum.Normalization.add(normalize(l))
+			}
+			if r != ruleNone {
+				l.DropRule, l.DropReason = r.String(), w.rs.reason(r, l, p.bal)
+				w.batches[outDropped] = append(w.batches[outDropped], *l)
+				continue
+			}
+			for _, g := range l.GapItems {
+				w.categories[g.Category]++
+			}
+			if p.val[f.q] {
+				l.Split = SplitVal
+				w.batches[outVal] = append(w.batches[outVal], *l)
+			} else {
+				l.Split = SplitTrain
+				w.batches[outTrain] = append(w.batches[outTrain], *l)
+			}
+		}
+		for i, b := range w.batches {
+			if len(b) > 0 {
+				if err := w.ws[i].Write(b); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
 }

@@ -352,7 +352,7 @@ func TestSummaryFile(t *testing.T) {
 	dir := t.TempDir()
 	in := writeLabels(t, dir, rows)
 	out := filepath.Join(dir, "out")
-	sum, err := Run(context.Background(), Options{In: in, Out: out, MinAgreement: -1})
+	sum, err := Run(context.Background(), Options{In: []string{in}, Out: out, MinAgreement: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,7 +400,7 @@ func TestOutExists(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(out, name), []byte("old"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Run(context.Background(), Options{In: in, Out: out})
+			_, err := Run(context.Background(), Options{In: []string{in}, Out: out})
 			if !errors.Is(err, ErrOutExists) {
 				t.Fatalf("got error %v, want ErrOutExists", err)
 			}
@@ -408,7 +408,7 @@ func TestOutExists(t *testing.T) {
 				t.Errorf("%s was changed: %q", name, b)
 			}
 
-			sum, err := Run(context.Background(), Options{In: in, Out: out, Overwrite: true})
+			sum, err := Run(context.Background(), Options{In: []string{in}, Out: out, Overwrite: true})
 			if err != nil {
 				t.Fatalf("with Overwrite: %v", err)
 			}
@@ -421,13 +421,13 @@ func TestOutExists(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(out, "notes.txt"), []byte("mine"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Run(context.Background(), Options{In: in, Out: out}); !errors.Is(err, ErrOutExists) {
+		if _, err := Run(context.Background(), Options{In: []string{in}, Out: out}); !errors.Is(err, ErrOutExists) {
 			t.Fatalf("got error %v, want ErrOutExists", err)
 		}
 	})
 	t.Run("input inside the output", func(t *testing.T) {
 		for _, overwrite := range []bool{false, true} {
-			_, err := Run(context.Background(), Options{In: in, Out: dir, Overwrite: overwrite})
+			_, err := Run(context.Background(), Options{In: []string{in}, Out: dir, Overwrite: overwrite})
 			if err == nil || !strings.Contains(err.Error(), "is inside the output directory") {
 				t.Fatalf("overwrite %v: got error %v, want one about the input being inside the output", overwrite, err)
 			}
@@ -439,7 +439,7 @@ func TestOutExists(t *testing.T) {
 	t.Run("a failed start leaves nothing", func(t *testing.T) {
 		out := filepath.Join(t.TempDir(), "out")
 		bad := writeKind(t, filepath.Join(t.TempDir(), "bad.parquet"), data.KindLabels, append(mixed(3), mixed(3)...))
-		if _, err := Run(context.Background(), Options{In: bad, Out: out}); err == nil {
+		if _, err := Run(context.Background(), Options{In: []string{bad}, Out: out}); err == nil {
 			t.Fatal("a state labelled twice was filtered")
 		}
 		if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
@@ -500,7 +500,7 @@ func TestBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
-			opts.In, opts.Out = tt.in, filepath.Join(t.TempDir(), "out")
+			opts.In, opts.Out = []string{tt.in}, filepath.Join(t.TempDir(), "out")
 			_, err := Run(context.Background(), opts)
 			if err == nil {
 				t.Fatal("got no error")
@@ -524,7 +524,7 @@ func TestCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	out := filepath.Join(dir, "out")
-	if _, err := Run(ctx, Options{In: in, Out: out}); !errors.Is(err, context.Canceled) {
+	if _, err := Run(ctx, Options{In: []string{in}, Out: out}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got error %v, want context.Canceled", err)
 	}
 	entries, _ := os.ReadDir(out)
@@ -579,7 +579,7 @@ func BenchmarkRun(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		if _, err := Run(context.Background(), Options{
-			In: filepath.Join(dir, "labels.parquet"), Out: filepath.Join(dir, fmt.Sprint("out", i)),
+			In: []string{filepath.Join(dir, "labels.parquet")}, Out: filepath.Join(dir, fmt.Sprint("out", i)),
 		}); err != nil {
 			b.Fatal(err)
 		}
@@ -604,5 +604,41 @@ func TestStateSet(t *testing.T) {
 		if !s.add(st[0], st[1]) {
 			t.Errorf("state %v taken for one already added", st)
 		}
+	}
+}
+
+// TestSeveralInputs: the labels of several files (datasets, runs) are
+// filtered as one: the outputs and counts are those of one file holding
+// them all, the summary lists each input with its rows, and a state in
+// two of them is refused.
+func TestSeveralInputs(t *testing.T) {
+	rows := goldenRows()
+	cut := slices.IndexFunc(rows, func(l data.Label) bool { return l.QuestionID == "q04" })
+	dir := t.TempDir()
+	a := writeKind(t, filepath.Join(dir, "a.parquet"), data.KindLabels, rows[:cut])
+	b := writeKind(t, filepath.Join(dir, "b.parquet"), data.KindLabels, rows[cut:])
+	opts := Options{MinAgreement: -1, Balance: true}
+
+	oneSum, one := run(t, rows, opts)
+	opts.In, opts.Out = []string{a, b}, filepath.Join(dir, "out")
+	sum, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(one, readOutput(t, opts.Out), cmp.AllowUnexported(output{})); diff != "" {
+		t.Errorf("outputs differ from one file's (-one +two):\n%s", diff)
+	}
+	wantInputs := []Input{{File: a, Rows: int64(cut)}, {File: b, Rows: int64(len(rows) - cut)}}
+	if diff := cmp.Diff(wantInputs, sum.Inputs); diff != "" {
+		t.Errorf("inputs (-want +got):\n%s", diff)
+	}
+	if sum.Rows != oneSum.Rows || !slices.Equal(sum.Dropped, oneSum.Dropped) || sum.Classes != oneSum.Classes {
+		t.Errorf("counts %+v %+v %+v, want those of one file: %+v %+v %+v",
+			sum.Rows, sum.Dropped, sum.Classes, oneSum.Rows, oneSum.Dropped, oneSum.Classes)
+	}
+
+	opts.In, opts.Out = []string{a, a}, filepath.Join(dir, "twice")
+	if _, err := Run(context.Background(), opts); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "labelled twice") {
+		t.Errorf("one file given twice: got error %v, want %v (labelled twice)", err, ErrInput)
 	}
 }

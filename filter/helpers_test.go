@@ -133,7 +133,7 @@ func readOutput(t *testing.T, dir string) output {
 func run(t *testing.T, rows []data.Label, opts Options) (Summary, output) {
 	t.Helper()
 	dir := t.TempDir()
-	opts.In = writeLabels(t, dir, rows)
+	opts.In = []string{writeLabels(t, dir, rows)}
 	opts.Out = filepath.Join(dir, "out")
 	sum, err := Run(context.Background(), opts)
 	if err != nil {

@@ -11,8 +11,9 @@ import (
 // Summary is the content of filter.json: what Run read, with which
 // settings, and where each row went.
 type Summary struct {
-	// Input is the labels file and Output the directory written.
-	Input   string      `json:"input"`
+	// Inputs are the labels files read, in order, with their rows; Output
+	// the directory written.
+	Inputs  []Input     `json:"inputs"`
 	Output  string      `json:"output"`
 	Options UsedOptions `json:"options"`
 	Rows    Rows        `json:"rows"`
@@ -32,6 +33,12 @@ type Summary struct {
 	// Teachers lists the teachers and models of the input rows, sorted.
 	Teachers []Teacher      `json:"teachers"`
 	Truth    TruthAgreement `json:"truth"`
+}
+
+// Input is one labels file that a run read and how many rows it held.
+type Input struct {
+	File string `json:"file"`
+	Rows int64  `json:"rows"`
 }
 
 // UsedOptions are the settings of a run, defaults filled in.
@@ -231,7 +238,9 @@ func WriteTable(w io.Writer, s Summary) error {
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format+"\n", args...) }
 	o := s.Options
 
-	p("input\t%s", s.Input)
+	for _, in := range s.Inputs {
+		p("input\t%s (%s)", in.File, plural(int(in.Rows), "row"))
+	}
 	p("output\t%s", s.Output)
 	how := "set"
 	if o.MinAgreementDefault {

@@ -41,7 +41,7 @@ func goldenRows() []data.Label {
 
 func TestWriteTable(t *testing.T) {
 	sum, _ := run(t, goldenRows(), Options{MinAgreement: -1, DropSelfContradictory: true, Balance: true})
-	sum.Input, sum.Output = "runs/labels/labels.parquet", "runs/filtered"
+	sum.Inputs[0].File, sum.Output = "runs/labels/labels.parquet", "runs/filtered"
 
 	var buf bytes.Buffer
 	if err := WriteTable(&buf, sum); err != nil {

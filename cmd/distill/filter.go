@@ -16,7 +16,8 @@ func filterCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:  "filter",
 		Usage: "keep the teacher labels that agree with each other and with retrieval truth, split by question",
-		Description: `Reads labels.parquet from distill label and applies the method's rules, in order; the
+		Description: `Reads labels.parquet from distill label (several, with --in repeated: the labels of
+several datasets or runs become one training set) and applies the method's rules, in order; the
 first rule that drops a row records its name and a reason in OUT/dropped.parquet:
   teacher-failed               no usable teacher sample
   low-agreement                samples agree less than --min-agreement (default: all must
@@ -33,7 +34,7 @@ go to OUT/val.parquet, the rest to OUT/train.parquet. OUT/filter.json and the ta
 stdout give the counts per rule (they add up to the input), class balance, gap
 categories, the agreement histogram and how the teacher agrees with retrieval truth.`,
 		Flags: []cli.Flag{
-			&cli.PathFlag{Name: "in", Usage: "labels.parquet from distill label (or its directory)", TakesFile: true},
+			&cli.StringSliceFlag{Name: "in", Usage: "labels.parquet from distill label (or its directory); repeat it to filter several as one", TakesFile: true},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
 			&cli.Float64Flag{Name: "min-agreement", Value: -1, Usage: "drop labels whose samples agree less than this (default: 1.0 when the teacher was sampled more than once, else none)", DefaultText: "auto"},
 			&cli.BoolFlag{Name: "keep-empty-gaps", Usage: "keep insufficient labels that name no gap item"},
@@ -51,9 +52,9 @@ func filterAction(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErrorf("filter: unexpected argument %q (see '%s --help')", c.Args().First(), helpName(c))
 	}
-	in, out := c.Path("in"), c.Path("out")
+	in, out := c.StringSlice("in"), c.Path("out")
 	switch {
-	case in == "":
+	case len(in) == 0:
 		return usageErrorf("filter: --in is required (labels.parquet from distill label)")
 	case out == "":
 		return usageErrorf("filter: --out is required")
@@ -64,8 +65,10 @@ func filterAction(c *cli.Context) error {
 	case c.Int64("seed") == 0:
 		return usageErrorf("filter: --seed must not be 0")
 	}
-	if fi, err := os.Stat(in); err == nil && fi.IsDir() {
-		in = filepath.Join(in, label.LabelsFile)
+	for i, path := range in {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			in[i] = filepath.Join(path, label.LabelsFile)
+		}
 	}
 	minAgreement := c.Float64("min-agreement")
 	if !c.IsSet("min-agreement") {

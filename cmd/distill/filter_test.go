@@ -71,4 +71,10 @@ func TestOfflineChain(t *testing.T) {
 	if r.code != exitUsage || !strings.Contains(r.stderr, "trajectories") {
 		t.Errorf("filter of a trajectories file: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// Several inputs are filtered as one, so the same labels twice are
+	// states labelled twice.
+	r = runDistill(t, "--quiet", "filter", "--in", lab, "--in", filepath.Join(lab, label.LabelsFile), "--out", "twice")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "labelled twice") {
+		t.Errorf("filter of one input twice: exit %d, stderr %q", r.code, r.stderr)
+	}
 }
