@@ -92,23 +92,37 @@ type Hyperparameters struct {
 	Epochs        int      `json:"epochs"`
 	// MaxSteps, when positive, ends training after that many optimiser
 	// steps, whatever Epochs says (a budget run).
-	MaxSteps  int  `json:"max_steps,omitempty"`
-	BatchSize int  `json:"batch_size"`
-	GradAccum int  `json:"gradient_accumulation"`
-	MaxLength int  `json:"max_length"`
-	Seed      int  `json:"seed"`
-	BF16      bool `json:"bf16"`
+	MaxSteps  int `json:"max_steps,omitempty"`
+	BatchSize int `json:"batch_size"`
+	GradAccum int `json:"gradient_accumulation"`
+	MaxLength int `json:"max_length"`
+	Seed      int `json:"seed"`
+	// Precision is what the trainer computes in: PrecisionBF16,
+	// PrecisionFP32, or PrecisionAuto (bfloat16 where the hardware that
+	// trains computes it natively, float32 elsewhere; decided where the
+	// trainer runs).
+	Precision string `json:"precision"`
 }
+
+// The precisions of Hyperparameters.Precision.
+const (
+	PrecisionAuto = "auto"
+	PrecisionBF16 = "bf16"
+	PrecisionFP32 = "fp32"
+)
+
+// Precisions returns the values Hyperparameters.Precision takes.
+func Precisions() []string { return []string{PrecisionAuto, PrecisionBF16, PrecisionFP32} }
 
 // DefaultHyperparameters returns the method's reference settings: LoRA rank
 // 16, alpha 32, dropout 0.05 on the q/k/v/o/gate/up/down projections,
 // learning rate 1e-4, 3 epochs, batch 2 x gradient accumulation 8, max
-// length 2048, seed 42, bf16.
+// length 2048, seed 42, bf16 (where the hardware computes it: auto).
 func DefaultHyperparameters() Hyperparameters {
 	return Hyperparameters{
 		LoRARank: 16, LoRAAlpha: 32, LoRADropout: 0.05,
 		TargetModules: []string{"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"},
-		LearningRate:  1e-4, Epochs: 3, BatchSize: 2, GradAccum: 8, MaxLength: 2048, Seed: 42, BF16: true,
+		LearningRate:  1e-4, Epochs: 3, BatchSize: 2, GradAccum: 8, MaxLength: 2048, Seed: 42, Precision: PrecisionAuto,
 	}
 }
 

@@ -51,7 +51,7 @@ func TestRealTraining(t *testing.T) {
 
 	start := time.Now()
 	d.distill("train", "--in", "sft", "--out", "judge", "--max-steps", "2", "--batch-size", "1", "--grad-accum", "1",
-		"--max-length", "1024", "--bf16=false", "--logging-steps", "1", "--max-eval-examples", "2", "--poll-interval", "2s")
+		"--max-length", "1024", "--precision", "auto", "--logging-steps", "1", "--max-eval-examples", "2", "--poll-interval", "2s")
 	t.Logf("trained 2 steps in %s", time.Since(start).Round(time.Second))
 	judgeDir := filepath.Join(dir, "judge")
 	h, err := judge.ReadHandback(judgeDir)

@@ -56,7 +56,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "grad-accum", Value: h.GradAccum, Usage: "gradient accumulation steps"},
 		&cli.IntFlag{Name: "max-length", Value: h.MaxLength, Usage: "maximum sequence length in tokens"},
 		&cli.IntFlag{Name: "seed", Value: h.Seed, Usage: "training seed"},
-		&cli.BoolFlag{Name: "bf16", Value: h.BF16, Usage: "train in bfloat16"},
+		&cli.StringFlag{Name: "precision", Value: h.Precision, Usage: "what the trainer computes in: auto (bfloat16 where the GPU or CPU computes it natively: AMX or AVX512-BF16; float32 elsewhere), bf16 or fp32"},
 		&cli.StringSliceFlag{Name: "extra", Usage: "provider parameter passed through, `KEY=JSON` (repeatable)"},
 	}
 	flags = append(flags, backendFlags()...)
@@ -74,7 +74,8 @@ this machine: TRL/PEFT script or LLaMA-Factory), slurm (the same trainer in an s
 job), openai (any OpenAI-compatible fine-tuning API; key from DISTILL_TRAIN_API_KEY or
 OPENAI_API_KEY), builtin (a small judge trained on this CPU in seconds, a baseline). The
 defaults are the method's: LoRA rank 16, alpha 32, dropout 0.05 on q/k/v/o/gate/up/down,
-learning rate 1e-4, 3 epochs, batch 2 x accumulation 8, max length 2048, seed 42, bf16.
+learning rate 1e-4, 3 epochs, batch 2 x accumulation 8, max length 2048, seed 42, bf16
+(--precision auto: where the hardware that trains computes it natively, float32 elsewhere).
 
 The job is recorded in OUT/job.json: run distill train again with the same --out to
 re-attach to it (nothing is submitted twice), distill train status OUT to see it, distill
@@ -223,6 +224,9 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 	if d := c.Float64("lora-dropout"); d < 0 || d >= 1 {
 		return finetune.Job{}, usageErrorf("train: --lora-dropout must be in [0, 1)")
 	}
+	if !slices.Contains(finetune.Precisions(), c.String("precision")) {
+		return finetune.Job{}, usageErrorf("train: --precision must be one of %s, got %q", strings.Join(finetune.Precisions(), ", "), c.String("precision"))
+	}
 	if c.Float64("learning-rate") <= 0 {
 		return finetune.Job{}, usageErrorf("train: --learning-rate must be positive")
 	}
@@ -276,7 +280,7 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 			LoRARank: c.Int("lora-rank"), LoRAAlpha: c.Int("lora-alpha"), LoRADropout: c.Float64("lora-dropout"),
 			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"), MaxSteps: c.Int("max-steps"),
 			BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
-			Seed: c.Int("seed"), BF16: c.Bool("bf16"),
+			Seed: c.Int("seed"), Precision: c.String("precision"),
 		},
 	}, nil
 }

@@ -25,6 +25,8 @@ type section struct {
 // job: LoRA SFT on the ShareGPT data that dataset_info.json names, the
 // adapter saved to AdapterDir. LLaMA-Factory masks the prompt by default
 // (train_on_prompt false), so the loss covers the teacher's verdict only.
+// Its configuration cannot choose the precision where it runs, so
+// PrecisionAuto is bf16, the method's (on a CPU, give PrecisionFP32).
 func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
 	h := job.Hyper
 	target := strings.Join(h.TargetModules, ",")
@@ -38,7 +40,7 @@ func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
 		{"learning_rate", h.LearningRate},
 		{"num_train_epochs", float64(h.Epochs)},
 		{"seed", h.Seed},
-		{"bf16", h.BF16},
+		{"bf16", h.Precision != finetune.PrecisionFP32},
 	}
 	save := "epoch"
 	if h.MaxSteps > 0 {

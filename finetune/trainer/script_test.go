@@ -2,9 +2,11 @@ package trainer
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -33,13 +35,21 @@ func TestTrainSFTScript(t *testing.T) {
 	base := map[string]any{
 		"output_dir": "adapter", "num_train_epochs": 3.0, "per_device_train_batch_size": 2.0,
 		"per_device_eval_batch_size": 2.0, "gradient_accumulation_steps": 8.0, "learning_rate": 0.0001,
-		"seed": 42.0, "bf16": true, "logging_steps": 10.0, "save_strategy": "epoch", "report_to": "none",
+		"seed": 42.0, "logging_steps": 10.0, "save_strategy": "epoch", "report_to": "none",
 		"gradient_checkpointing": false, // no GPU (the stand-in torch has none)
+	}
+	// auto trains in bf16 on a CPU that computes it natively.
+	autoBF16 := cpuHasBF16(t)
+	autoDType := map[bool]string{true: "torch.bfloat16", false: "torch.float32"}[autoBF16]
+	autoArgs := map[string]any{"bf16": autoBF16}
+	if autoBF16 {
+		autoArgs["use_cpu"] = true
 	}
 	for _, tc := range []struct {
 		name         string
 		env          []string
 		model        string // "" for the job's
+		precision    string
 		maxSteps     int
 		maxEval      int
 		train, val   string
@@ -53,8 +63,8 @@ func TestTrainSFTScript(t *testing.T) {
 		evalLoss     float64
 		trainDropped float64
 	}{
-		{name: "recent trl", train: short, val: short,
-			args: map[string]any{"max_length": 2048.0, "eval_strategy": "epoch", "completion_only_loss": true},
+		{name: "recent trl", precision: "bf16", train: short, val: short,
+			args: map[string]any{"max_length": 2048.0, "eval_strategy": "epoch", "completion_only_loss": true, "bf16": true, "use_cpu": true},
 			example: map[string]any{
 				"prompt":     []any{map[string]any{"role": "system", "content": "judge"}, map[string]any{"role": "user", "content": "q"}},
 				"completion": []any{map[string]any{"role": "assistant", "content": `{"sufficient": true}`}},
@@ -62,15 +72,15 @@ func TestTrainSFTScript(t *testing.T) {
 			model_:    map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct", "gguf_file": nil, "dtype": "torch.bfloat16"},
 			tokenizer: map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct"},
 			steps:     4, trainN: 1, evalN: 1, evalLoss: 0.75},
-		{name: "old trl", env: []string{"STUB_OLD_TRL=1"}, train: short, val: short,
-			args:      map[string]any{"max_seq_length": 2048.0, "evaluation_strategy": "epoch"},
-			model_:    map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct", "gguf_file": nil, "dtype": "torch.bfloat16"},
+		{name: "old trl", env: []string{"STUB_OLD_TRL=1"}, precision: "fp32", train: short, val: short,
+			args:      map[string]any{"max_seq_length": 2048.0, "evaluation_strategy": "epoch", "bf16": false},
+			model_:    map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct", "gguf_file": nil, "dtype": "torch.float32"},
 			tokenizer: map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct"},
 			steps:     4, trainN: 1, evalN: 1, evalLoss: 0.75},
-		{name: "budget run on a GGUF file", model: gguf, maxSteps: 3, maxEval: 1,
+		{name: "budget run on a GGUF file", model: gguf, precision: "auto", maxSteps: 3, maxEval: 1,
 			train: short + long + short, val: short + short + long,
-			args:      map[string]any{"max_length": 12.0, "max_steps": 3.0, "save_strategy": "no", "completion_only_loss": true},
-			model_:    map[string]any{"name": filepath.Dir(gguf), "gguf_file": filepath.Base(gguf), "dtype": "torch.bfloat16"},
+			args:      merged(autoArgs, map[string]any{"max_length": 12.0, "max_steps": 3.0, "save_strategy": "no", "completion_only_loss": true}),
+			model_:    map[string]any{"name": filepath.Dir(gguf), "gguf_file": filepath.Base(gguf), "dtype": autoDType},
 			tokenizer: map[string]any{"name": filepath.Dir(gguf), "gguf_file": filepath.Base(gguf)},
 			// The long examples are left out; one validation example is
 			// evaluated once at the end.
@@ -82,6 +92,7 @@ func TestTrainSFTScript(t *testing.T) {
 				job.BaseModel = tc.model
 			}
 			job.Hyper.MaxSteps = tc.maxSteps
+			job.Hyper.Precision = tc.precision
 			if tc.maxSteps > 0 {
 				job.Hyper.MaxLength = 12
 			}
@@ -238,4 +249,29 @@ func runStubbed(t *testing.T, plan Plan, dir, stubs string, env ...string) (stri
 	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+stubs, "PYTHONDONTWRITEBYTECODE=1"), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// merged returns the settings of a, then b's.
+func merged(a, b map[string]any) map[string]any {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
+}
+
+// cpuHasBF16 says whether this machine's CPU computes bfloat16 natively
+// (AMX or AVX512-BF16 among the flags of /proc/cpuinfo): where
+// train_sft.py's precision auto picks bf16 without a GPU.
+func cpuHasBF16(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, flags, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "flags" {
+			f := strings.Fields(flags)
+			return slices.Contains(f, "amx_bf16") || slices.Contains(f, "avx512_bf16")
+		}
+	}
+	return false
 }

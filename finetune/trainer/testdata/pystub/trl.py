@@ -9,7 +9,7 @@ import os
 
 _common = ["output_dir", "num_train_epochs", "max_steps", "per_device_train_batch_size", "per_device_eval_batch_size",
            "gradient_accumulation_steps", "learning_rate", "seed", "bf16", "logging_steps", "save_strategy",
-           "report_to", "gradient_checkpointing"]
+           "report_to", "gradient_checkpointing", "use_cpu"]
 _old = bool(os.environ.get("STUB_OLD_TRL"))
 if _old:
     _fields = _common + ["max_seq_length", "evaluation_strategy"]
