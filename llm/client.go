@@ -280,7 +280,10 @@ func rejectsFormat(err error) bool {
 }
 
 // schemaInstruction is appended to the last user message when the server
-// cannot be held to the schema by response_format.
+// cannot be held to the schema by response_format (modes json_object and
+// text). In json_object+schema the server holds the answer to the schema
+// itself (llama.cpp makes a grammar of it), and the prompt stays as the
+// role wrote it: a judge trained on its prompts is shown exactly those.
 const schemaInstruction = "Reply with one JSON object and nothing else: no prose, no code fences. It must match this JSON Schema:\n"
 
 func withSchemaInstruction(msgs []Message, s *Schema) []Message {
@@ -325,7 +328,7 @@ func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Respon
 // line carries exactly the body Chat would send.
 func (c *Client) chatRequest(req Request, mode string) openai.ChatCompletionRequest {
 	msgs := req.Messages
-	if req.Schema != nil && mode != ModeJSONSchema {
+	if req.Schema != nil && (mode == ModeJSONObject || mode == ModeText) {
 		msgs = withSchemaInstruction(msgs, req.Schema)
 	}
 	oreq := openai.ChatCompletionRequest{
