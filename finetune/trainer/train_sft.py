@@ -154,6 +154,43 @@ def resolve_precision(precision, cuda):
     return "bf16" if cpu_has_bf16() else "fp32"
 
 
+def completion_loss_trainer(base):
+    """A subclass of the SFTTrainer class base whose loss, on a CPU, projects
+    only the positions that have a label (the completion's) through the
+    model's output layer and takes their cross-entropy, summed and divided
+    by the labelled tokens of the whole optimiser step, as TRL's own loss
+    does. TRL's fused output layer is built for GPUs (Triton); on a CPU it
+    took a quarter of each step here (SmolLM2-135M, bf16: 4.72 against 3.79
+    seconds per 1,000 tokens for the textbook PEFT loop; see
+    profile_step.py). Its token accuracy and entropy metrics are kept,
+    over the labelled positions."""
+
+    class CompletionLossTrainer(base):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            import torch
+            import torch.nn.functional as F
+
+            core = model.get_base_model() if hasattr(model, "get_base_model") else model
+            backbone = getattr(core, core.base_model_prefix)
+            hidden = backbone(input_ids=inputs["input_ids"], attention_mask=inputs.get("attention_mask"),
+                              use_cache=False).last_hidden_state
+            labels = inputs["labels"][:, 1:]
+            mask = labels != -100
+            logits = core.get_output_embeddings()(hidden[:, :-1][mask]).float()
+            targets = labels[mask]
+            n = num_items_in_batch if num_items_in_batch is not None else mask.sum()
+            loss = F.cross_entropy(logits, targets, reduction="sum") / torch.as_tensor(n).clamp(min=1)
+            with torch.no_grad():
+                if targets.numel() > 0:
+                    logp = torch.log_softmax(logits, dim=-1)
+                    metrics = self._metrics["train" if model.training else "eval"]
+                    metrics["mean_token_accuracy"].append((logits.argmax(-1) == targets).float().mean().item())
+                    metrics["entropy"].append(-(logp.exp() * logp).sum(-1).mean().item())
+            return (loss, None) if return_outputs else loss
+
+    return CompletionLossTrainer
+
+
 def token_count(tokenizer, messages):
     """The length in tokens of a conversation as the chat template renders it."""
     ids = tokenizer.apply_chat_template(messages, tokenize=True)
@@ -286,7 +323,10 @@ def main(path):
     # TRL 0.12 renamed tokenizer to processing_class.
     params = inspect.signature(SFTTrainer.__init__).parameters
     tok_arg = "processing_class" if "processing_class" in params else "tokenizer"
-    trainer = SFTTrainer(
+    trainer_class = SFTTrainer
+    if not gpu and args.get("completion_only_loss"):
+        trainer_class = completion_loss_trainer(SFTTrainer)
+    trainer = trainer_class(
         model=model,
         args=SFTConfig(**args),
         train_dataset=data["train"],
