@@ -140,6 +140,7 @@ func TestTrainSFTScript(t *testing.T) {
 			}
 
 			var rec struct {
+				Class     string         `json:"class"`
 				Model     map[string]any `json:"model"`
 				Args      map[string]any `json:"args"`
 				LoRA      map[string]any `json:"lora"`
@@ -161,6 +162,15 @@ func TestTrainSFTScript(t *testing.T) {
 			}
 			for k, v := range tc.args {
 				wantArgs[k] = v
+			}
+			// Without a GPU, the completion's loss is train_sft.py's own
+			// (an old TRL without completion_only_loss keeps its trainer).
+			wantClass := "CompletionLossTrainer"
+			if _, ok := tc.args["completion_only_loss"]; !ok {
+				wantClass = "SFTTrainer"
+			}
+			if rec.Class != wantClass {
+				t.Errorf("trainer class %s, want %s", rec.Class, wantClass)
 			}
 			if diff := cmp.Diff(wantArgs, rec.Args); diff != "" {
 				t.Errorf("SFTConfig (-want +got):\n%s", diff)

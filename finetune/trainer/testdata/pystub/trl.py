@@ -36,7 +36,7 @@ class SFTTrainer:
         self.args, self.peft, self.callbacks, self.eval = args, peft_config, callbacks, eval_dataset
         self.state = _State()
         with open("stub_trainer.json", "w") as f:
-            json.dump({"model": model, "args": {k: v for k, v in dataclasses.asdict(args).items() if v is not None},
+            json.dump({"class": type(self).__name__, "model": model, "args": {k: v for k, v in dataclasses.asdict(args).items() if v is not None},
                        "lora": peft_config.kwargs, "train_example": train_dataset[0],
                        "train_examples": len(train_dataset), "eval_examples": len(eval_dataset or []),
                        "tokenizer": {"name": tok.name, **tok.kwargs}}, f)
