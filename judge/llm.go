@@ -9,9 +9,10 @@ import (
 	"github.com/distill-rag/distill/llm"
 )
 
-// DefaultMaxTokens caps the answer of the LLM judge: the teacher's budget
-// in the method.
-const DefaultMaxTokens = 512
+// DefaultMaxTokens caps the answer of the LLM judge, as the method's
+// reference code does: a verdict with three gap items takes about 120
+// tokens, and a small model that runs on stops here.
+const DefaultMaxTokens = 256
 
 // Option adjusts the LLM judge.
 type Option func(*LLM)

@@ -60,7 +60,10 @@ func ExtractJSON(text string) (string, bool) {
 // members that v's struct fields do not mark omitempty, are errors. On
 // such an error it asks once more, showing the model its answer and what
 // was wrong; if that fails too it returns a *ParseError holding both
-// answers. v is only written on success.
+// answers. An answer cut off at the token limit is not asked again (the
+// same limit would cut the next one, at twice the cost: small models that
+// run on until the limit do so again); its *ParseError holds it alone.
+// v is only written on success.
 //
 // The Response is the last one received, with the usage of both calls
 // and Reasked set when there was a re-ask. Errors of c are returned as they are.
@@ -77,6 +80,9 @@ func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, e
 	perr := decodeInto(resp, rv)
 	if perr == nil {
 		return resp, nil
+	}
+	if resp.FinishReason == "length" {
+		return resp, &ParseError{Outputs: []string{resp.Content}, Reason: perr.Error(), Err: perr}
 	}
 
 	again := req

@@ -107,8 +107,15 @@ func (s *scripted) Chat(_ context.Context, req Request) (Response, error) {
 	if len(s.reqs) > len(s.answers) {
 		return Response{}, errors.New("no more answers")
 	}
-	return Response{Content: s.answers[len(s.reqs)-1], Usage: Usage{PromptTokens: 10, CompletionTokens: 5}}, nil
+	resp := Response{Content: s.answers[len(s.reqs)-1], Usage: Usage{PromptTokens: 10, CompletionTokens: 5}}
+	if rest, ok := strings.CutPrefix(resp.Content, cutMark); ok {
+		resp.Content, resp.FinishReason = rest, "length"
+	}
+	return resp, nil
 }
+
+// cutMark starts a scripted answer that was cut off at the token limit.
+const cutMark = "[length]"
 
 func TestDecodeJSON(t *testing.T) {
 	good := `{"sufficient": false, "gap_items": [{"category": "bridge_entity", "target": "X", "slot": "born", "description": ""}]}`
@@ -128,6 +135,7 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "no json twice", answers: []string{"I think so.", "Still no."}, wantCalls: 2, wantReason: "no JSON object"},
 		{name: "null bool twice", answers: []string{`{"sufficient": null, "gap_items": []}`, `{"sufficient": null, "gap_items": []}`}, wantCalls: 2, wantReason: `"sufficient" is null`},
 		{name: "nested member missing", answers: []string{good, ""}, want: want, wantCalls: 1},
+		{name: "cut off at the limit", answers: []string{cutMark + `{"sufficient": false, "gap_items": [{"category": "other", "tar`}, wantCalls: 1, wantReason: "cut off at the token limit"},
 		{name: "nested missing twice", answers: []string{`{"sufficient": false, "gap_items": [{"category": "other"}]}`, `{"sufficient": false, "gap_items": [{"category": "other"}]}`}, wantCalls: 2, wantReason: `"gap_items[0].target" is missing`},
 	}
 	for _, tt := range tests {
@@ -146,7 +154,11 @@ func TestDecodeJSON(t *testing.T) {
 				if !strings.Contains(pe.Reason, tt.wantReason) {
 					t.Errorf("reason: got %q, want it to contain %q", pe.Reason, tt.wantReason)
 				}
-				if diff := cmp.Diff(tt.answers, pe.Outputs); diff != "" {
+				var outputs []string
+				for _, a := range tt.answers {
+					outputs = append(outputs, strings.TrimPrefix(a, cutMark))
+				}
+				if diff := cmp.Diff(outputs, pe.Outputs); diff != "" {
 					t.Errorf("outputs (-want +got):\n%s", diff)
 				}
 				if diff := cmp.Diff(judgeOut{}, got); diff != "" {

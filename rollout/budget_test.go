@@ -19,7 +19,7 @@ func TestBudgetsApply(t *testing.T) {
 		{name: "no window", b: Budgets{}},
 		{name: "SmolLM2's 8192", b: Budgets{Window: 8192}},
 		{name: "2048 with long answers", b: Budgets{Window: 2048, JudgeMaxTokens: 1024}},
-		{name: "too small", b: Budgets{Window: 1000}, wantErr: true},
+		{name: "too small", b: Budgets{Window: 600}, wantErr: true},
 		{name: "negative", b: Budgets{Window: -1}, wantErr: true},
 	}
 	for _, tt := range tests {
