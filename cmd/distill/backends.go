@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -53,7 +54,16 @@ func trainerOptions(c *cli.Context) (trainer.Options, error) {
 	case c.Int("max-eval-examples") > 0 && kind != trainer.TRL:
 		return trainer.Options{}, usageErrorf("train: --max-eval-examples is for --trainer trl")
 	}
-	o := trainer.Options{Kind: kind, Python: c.String("python"), Template: c.String("template"),
+	python := c.String("python")
+	if strings.ContainsRune(python, filepath.Separator) && !filepath.IsAbs(python) {
+		// A path relative to here: the trainer runs in the job directory.
+		abs, err := filepath.Abs(python)
+		if err != nil {
+			return trainer.Options{}, err
+		}
+		python = abs
+	}
+	o := trainer.Options{Kind: kind, Python: python, Template: c.String("template"),
 		LoggingSteps: c.Int("logging-steps"), MaxEvalExamples: c.Int("max-eval-examples")}
 	if cmd := c.String("trainer-command"); cmd != "" {
 		o.Command = []string{"sh", "-c", cmd}

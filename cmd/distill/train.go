@@ -262,6 +262,13 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 	if c.String("backend") == "builtin" && !onCommandLine(c, "base-model") {
 		base = "none (built-in linear judge over lexical features)"
 	}
+	if _, err := os.Stat(base); err == nil && !filepath.IsAbs(base) {
+		// A model on this disk, named from here: the trainer runs in the
+		// job directory, where a relative path would read as a hub id.
+		if base, err = filepath.Abs(base); err != nil {
+			return finetune.Job{}, err
+		}
+	}
 	// The GGUF file is read now, so that a wrong one is said before hours
 	// of training; only LoRA trainers use it (the environment may name one
 	// for every backend: scripts/local-models does).
