@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
+.PHONY: experiment all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
 
 all: build
 
@@ -88,6 +88,16 @@ e2e-browser:
 # and teacher).
 e2e-shards:
 	$(GO) test -tags e2e -run 'TestShardsMatchOneRun' -count=1 -v -timeout 20m ./cmd/distill
+
+# experiment distills a LoRA judge on SmolLM2-135M from the shared
+# datasets and benchmarks it in the loop against its untuned base, on CPU
+# (scripts/experiment; about 2 hours on 2 cores): make experiment OUT=DIR.
+# EVAL=FILE (with EVAL_FORMAT, EVAL_CORPUS) and EVAL_LIMIT=N evaluate on
+# other questions.
+OUT ?= runs/experiment
+experiment: build models
+	scripts/local-models install-train smollm2
+	scripts/experiment $(OUT)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
