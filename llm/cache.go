@@ -20,9 +20,11 @@ type CacheOptions struct {
 	// Dir holds the entries; it is created if missing.
 	Dir string
 	// BaseURL and Model name the server and model behind the wrapped
-	// Chatter; both are part of every key.
+	// Chatter, and Extra the members its client adds to every request
+	// (Config.ChatExtra); all are part of every key.
 	BaseURL string
 	Model   string
+	Extra   json.RawMessage
 	// Logger receives corrupt entries and failed writes (default: none).
 	Logger *slog.Logger
 }
@@ -31,26 +33,28 @@ type CacheOptions struct {
 // meaning of a request changes.
 const cacheVersion = 1
 
-// CacheKey returns the hex SHA-256 key of req against baseURL and model:
-// it covers the messages, every sampling parameter (temperature, top_p,
-// max tokens, seed) and the schema. Two requests share a key only when a
+// CacheKey returns the hex SHA-256 key of req against baseURL, model and
+// the client's extra members (Config.ChatExtra; nil for none): it covers
+// the messages, every sampling parameter (temperature, top_p, max tokens,
+// seed, and those of extra) and the schema. Two requests share a key only when a
 // deterministic server would give them the same answer. Distinct samples
 // at a temperature above zero need distinct seeds to get distinct keys.
-func CacheKey(baseURL, model string, req Request) string {
+func CacheKey(baseURL, model string, extra json.RawMessage, req Request) string {
 	type keySchema struct {
 		Name   string          `json:"name"`
 		Schema json.RawMessage `json:"schema"`
 	}
 	k := struct {
-		Version     int        `json:"v"`
-		BaseURL     string     `json:"base_url"`
-		Model       string     `json:"model"`
-		Messages    []Message  `json:"messages"`
-		Temperature float64    `json:"temperature"`
-		TopP        float64    `json:"top_p"`
-		MaxTokens   int        `json:"max_tokens"`
-		Seed        *int       `json:"seed"`
-		Schema      *keySchema `json:"schema"`
+		Version     int             `json:"v"`
+		BaseURL     string          `json:"base_url"`
+		Model       string          `json:"model"`
+		Messages    []Message       `json:"messages"`
+		Temperature float64         `json:"temperature"`
+		TopP        float64         `json:"top_p"`
+		MaxTokens   int             `json:"max_tokens"`
+		Seed        *int            `json:"seed"`
+		Schema      *keySchema      `json:"schema"`
+		Extra       json.RawMessage `json:"extra,omitempty"`
 	}{
 		Version:     cacheVersion,
 		BaseURL:     strings.TrimRight(baseURL, "/"),
@@ -60,6 +64,12 @@ func CacheKey(baseURL, model string, req Request) string {
 		TopP:        req.TopP,
 		MaxTokens:   req.MaxTokens,
 		Seed:        req.Seed,
+	}
+	if len(extra) > 0 {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, extra); err == nil {
+			k.Extra = compact.Bytes()
+		}
 	}
 	if req.Schema != nil {
 		s := &keySchema{Name: req.Schema.Name, Schema: req.Schema.Schema}
@@ -125,7 +135,7 @@ func (c *cache) path(key string) string {
 }
 
 func (c *cache) Chat(ctx context.Context, req Request) (Response, error) {
-	key := CacheKey(c.opts.BaseURL, c.opts.Model, req)
+	key := CacheKey(c.opts.BaseURL, c.opts.Model, c.opts.Extra, req)
 	if resp, ok := c.load(key); ok {
 		return resp, nil
 	}

@@ -22,14 +22,17 @@ func TestCacheKeyCoversEveryParameter(t *testing.T) {
 		Seed:        intPtr(1),
 		Schema:      &Schema{Name: "judge", Schema: json.RawMessage(`{"type":"object"}`)},
 	}
-	baseKey := CacheKey("http://h/v1", "m", base)
+	baseKey := CacheKey("http://h/v1", "m", nil, base)
 	tests := []struct {
 		name    string
 		baseURL string
 		model   string
+		extra   string
 		change  func(*Request)
 	}{
 		{name: "base url", baseURL: "http://other/v1"},
+		{name: "chat extra", extra: `{"repeat_penalty": 1}`},
+		{name: "other chat extra", extra: `{"repeat_penalty": 1.1}`},
 		{name: "model", model: "m2"},
 		{name: "message text", change: func(r *Request) { r.Messages[1].Content = "u2" }},
 		{name: "message role", change: func(r *Request) { r.Messages[0].Role = "user" }},
@@ -58,7 +61,11 @@ func TestCacheKeyCoversEveryParameter(t *testing.T) {
 			if tt.model != "" {
 				model = tt.model
 			}
-			k := CacheKey(url, model, req)
+			var extra json.RawMessage
+			if tt.extra != "" {
+				extra = json.RawMessage(tt.extra)
+			}
+			k := CacheKey(url, model, extra, req)
 			if other, ok := seen[k]; ok {
 				t.Errorf("key equals the key of %s", other)
 			}
@@ -68,8 +75,11 @@ func TestCacheKeyCoversEveryParameter(t *testing.T) {
 	// What does not change the answer does not change the key.
 	same := base
 	same.Schema = &Schema{Name: "judge", Schema: json.RawMessage("{ \"type\" : \"object\" }")}
-	if k := CacheKey("http://h/v1/", "m", same); k != baseKey {
+	if k := CacheKey("http://h/v1/", "m", nil, same); k != baseKey {
 		t.Errorf("schema white space or a trailing slash changed the key")
+	}
+	if a, b := CacheKey("u", "m", json.RawMessage(`{"top_k": 0}`), base), CacheKey("u", "m", json.RawMessage(`{ "top_k" : 0 }`), base); a != b {
+		t.Errorf("white space in the chat extra changed the key")
 	}
 }
 
@@ -131,7 +141,7 @@ func TestCacheCorruptEntryIsAMiss(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := userRequest("q")
-	key := CacheKey("u", "m", req)
+	key := CacheKey("u", "m", nil, req)
 	path := filepath.Join(dir, key[:2], key+".json")
 	for _, corrupt := range []string{`{"v":1,"key":"`, `{"v":1,"key":"someone else","content":"x"}`, ""} {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -57,6 +58,37 @@ type Config struct {
 	// Cohere's and Voyage's) tell queries from passages by it. OpenAI's
 	// API takes no such member: leave it empty there.
 	InputType string
+	// ChatExtra, when set, is a JSON object whose members are added to the
+	// body of every chat request: sampling settings that the OpenAI API
+	// does not name. llama.cpp's Python server, for one, applies a repeat
+	// penalty of 1.1, top-k 40 and min-p 0.05 unless told otherwise, which
+	// changes even greedy answers (a trained judge then drops its gap
+	// items): {"repeat_penalty": 1, "top_k": 0, "min_p": 0} samples as the
+	// OpenAI API does. A member the client sets itself is an error.
+	ChatExtra json.RawMessage
+}
+
+// clientMembers are the members of a chat request body that the client
+// sets itself, which ChatExtra must not name.
+var clientMembers = []string{"model", "messages", "temperature", "top_p", "max_tokens", "max_completion_tokens",
+	"seed", "response_format", "stream", "n"}
+
+// checkChatExtra checks that extra, when set, is a JSON object that names
+// no member the client sets.
+func checkChatExtra(extra json.RawMessage) error {
+	if len(extra) == 0 {
+		return nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(extra, &fields); err != nil || fields == nil {
+		return fmt.Errorf("llm: chat extra %s is not a JSON object", extra)
+	}
+	for _, k := range clientMembers {
+		if _, ok := fields[k]; ok {
+			return fmt.Errorf("llm: chat extra names %q, which the client sets itself", k)
+		}
+	}
+	return nil
 }
 
 // LogValue lets a Config be logged; the key is redacted.
@@ -152,6 +184,9 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("llm: config has no model")
 	}
+	if err := checkChatExtra(cfg.ChatExtra); err != nil {
+		return nil, err
+	}
 	var o clientOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -194,6 +229,10 @@ func (c *Client) Model() string { return c.cfg.Model }
 
 // Role returns the client's role name.
 func (c *Client) Role() string { return c.cfg.Role }
+
+// ChatExtra returns the members the client adds to every chat request
+// (Config.ChatExtra).
+func (c *Client) ChatExtra() json.RawMessage { return c.cfg.ChatExtra }
 
 // isReasoningModel says whether OpenAI fixes sampling for the model (o1,
 // o3, o4, gpt-5 families): those reject temperature and top_p and want
@@ -300,7 +339,7 @@ func withSchemaInstruction(msgs []Message, s *Schema) []Message {
 
 func (c *Client) chatOnce(ctx context.Context, req Request, mode string) (Response, error) {
 	oreq := c.chatRequest(req, mode)
-	var patch bodyPatch
+	patch := bodyPatch{extra: c.cfg.ChatExtra}
 	if mode == ModeJSONObjectSchema {
 		patch.schema = json.RawMessage(req.Schema.Schema)
 	}
@@ -375,13 +414,15 @@ func (c *Client) chatRequest(req Request, mode string) openai.ChatCompletionRequ
 type patchKey struct{}
 
 // bodyPatch is what doer adds to a request body that go-openai cannot
-// express: the schema of ModeJSONObjectSchema, Config.InputType.
+// express: the schema of ModeJSONObjectSchema, Config.InputType and
+// Config.ChatExtra.
 type bodyPatch struct {
 	schema    json.RawMessage
 	inputType string
+	extra     json.RawMessage
 }
 
-func (p bodyPatch) empty() bool { return p.schema == nil && p.inputType == "" }
+func (p bodyPatch) empty() bool { return p.schema == nil && p.inputType == "" && len(p.extra) == 0 }
 
 // withPatch returns ctx carrying p for doer, or ctx itself when p is empty.
 func withPatch(ctx context.Context, p bodyPatch) context.Context {
@@ -416,6 +457,13 @@ func patchBody(body []byte, p bodyPatch) ([]byte, error) {
 			return nil, err
 		}
 		fields["input_type"] = b
+	}
+	if len(p.extra) > 0 {
+		var extra map[string]json.RawMessage
+		if err := json.Unmarshal(p.extra, &extra); err != nil {
+			return nil, fmt.Errorf("patch request body: chat extra: %w", err)
+		}
+		maps.Copy(fields, extra) // New checked that it names no member of the client's
 	}
 	return json.Marshal(fields)
 }

@@ -487,3 +487,35 @@ func TestEmbed(t *testing.T) {
 		t.Errorf("Embed(nil): got %v, %v, want nil, nil", got, err)
 	}
 }
+
+// TestChatExtra: the members of Config.ChatExtra go into every chat
+// request's body, beside the client's own (and in json_object+schema mode
+// beside the schema); a ChatExtra that is not an object, or names a member
+// the client sets, is refused by New.
+func TestChatExtra(t *testing.T) {
+	schema, err := SchemaFor[verdict]("verdict")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t, llmtest.Options{NoJSONSchema: true, Answer: func(llmtest.Request) string { return `{"sufficient":true,"gap_items":[]}` }})
+	c := newClient(t, s.URL(), Config{ChatExtra: json.RawMessage(`{"repeat_penalty": 1, "top_k": 0}`)})
+	req := userRequest("is it enough?")
+	req.Schema = &schema
+	if _, err := c.Chat(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range s.Requests() {
+		var body map[string]json.RawMessage
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		if string(body["repeat_penalty"]) != "1" || string(body["top_k"]) != "0" || body["messages"] == nil || body["model"] == nil {
+			t.Errorf("request %d body %s: want the extra members beside the client's", i, r.Body)
+		}
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `{"temperature": 0.5}`, `{"max_tokens": 9}`, `{`} {
+		if _, err := New(Config{Model: "m", ChatExtra: json.RawMessage(bad)}); err == nil {
+			t.Errorf("chat extra %s: got no error, want one", bad)
+		}
+	}
+}

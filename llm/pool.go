@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -13,10 +14,11 @@ type Endpoint interface {
 	Chatter
 	Embedder
 	// BaseURL, Model and Role name the endpoint in cache keys, logs and
-	// usage.
+	// usage; ChatExtra (Config.ChatExtra) is part of cache keys too.
 	BaseURL() string
 	Model() string
 	Role() string
+	ChatExtra() json.RawMessage
 }
 
 var (
@@ -105,3 +107,6 @@ func (p *Pool) Model() string { return p.clients[0].Model() }
 
 // Role returns the replicas' role.
 func (p *Pool) Role() string { return p.clients[0].Role() }
+
+// ChatExtra returns the replicas' extra chat members.
+func (p *Pool) ChatExtra() json.RawMessage { return p.clients[0].ChatExtra() }

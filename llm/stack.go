@@ -41,7 +41,7 @@ func StackInner(c Endpoint, opts StackOptions) (Chatter, error) {
 	var ch Chatter = Retry(lim.Chatter(c), ro)
 	if opts.CacheDir != "" {
 		var err error
-		ch, err = Cache(ch, CacheOptions{Dir: opts.CacheDir, BaseURL: c.BaseURL(), Model: c.Model(), Logger: opts.Logger})
+		ch, err = Cache(ch, CacheOptions{Dir: opts.CacheDir, BaseURL: c.BaseURL(), Model: c.Model(), Extra: c.ChatExtra(), Logger: opts.Logger})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -30,6 +31,7 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "requests-per-minute", Usage: "request rate limit per model role (0: none)"},
 		&cli.Float64Flag{Name: "tokens-per-minute", Usage: "token rate limit per model role (0: none)"},
 		&cli.StringSliceFlag{Name: "price", Usage: "cost of a model, `MODEL=INPUT:OUTPUT` in USD per million tokens (repeatable; known OpenAI models are priced already)"},
+		&cli.StringFlag{Name: "chat-extra", Usage: "`JSON` object whose members go into every chat request, for sampling settings the OpenAI API does not name (scripts/local-models sets {\"repeat_penalty\": 1, \"top_k\": 0, \"min_p\": 0}: llama.cpp's Python server would otherwise change greedy answers)", EnvVars: []string{"DISTILL_CHAT_EXTRA"}},
 		&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one model request (retried)", EnvVars: []string{"DISTILL_REQUEST_TIMEOUT"}},
 		&cli.IntFlag{Name: "max-attempts", Value: defaultMaxAttempts, Usage: "attempts of a model request that fails with a retryable error (a timeout, 429, 5xx, no answer), the first included"},
 		&cli.DurationFlag{Name: "retry-delay", Value: defaultRetryDelay, Usage: "backoff before the second attempt, doubled for each one after (with jitter; a server's Retry-After wins)"},
@@ -77,6 +79,9 @@ func newModelClient(c *cli.Context, role, model, baseURL string, adjust ...func(
 	clients := make([]*llm.Client, len(urls))
 	for i, u := range urls {
 		cfg := llm.Config{BaseURL: u, Model: model, APIKey: llm.KeyFromEnv(role), Role: role, Timeout: c.Duration("request-timeout")}
+		if extra := c.String("chat-extra"); extra != "" {
+			cfg.ChatExtra = json.RawMessage(extra)
+		}
 		for _, a := range adjust {
 			a(&cfg)
 		}
