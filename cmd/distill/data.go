@@ -152,7 +152,10 @@ func dataSynthCommand() *cli.Command {
 			if c.Path("out") == "" {
 				return usageErrorf("data synth: --out is required")
 			}
-			w, err := synth.Generate(synth.Config{Seed: c.Uint64("seed"), Questions: c.Int("questions")})
+			// Every world but the bundled sample has a dataset name and
+			// question ids of its own (synth.DatasetName).
+			cfg := synth.Config{Seed: c.Uint64("seed"), Questions: c.Int("questions")}
+			w, err := synth.Generate(cfg)
 			if err != nil {
 				return usageErrorf("data synth: %w", err)
 			}
@@ -160,6 +163,7 @@ func dataSynthCommand() *cli.Command {
 				return outNotEmpty("data synth", err)
 			}
 			return printCounts(c.App.Writer, [][2]any{
+				{"dataset", synth.DatasetName(cfg) + " (its question ids " + synth.DatasetName(cfg) + "-000001, ...)"},
 				{"questions", len(w.Questions)}, {"passages", len(w.Passages)},
 				{"questions file", filepath.Join(c.Path("out"), data.QuestionsFile)},
 				{"corpus file", filepath.Join(c.Path("out"), data.CorpusFile)},

@@ -31,8 +31,8 @@ type draft struct {
 const maxAttempts = 1000
 
 // ask writes n questions: three bridge questions for every two comparison
-// questions.
-func (g *generator) ask(n int) ([]data.Question, error) {
+// questions, of the dataset name (their ids name-000001, ...).
+func (g *generator) ask(n int, name string) ([]data.Question, error) {
 	seen := make(map[string]bool, n)
 	questions := make([]data.Question, 0, n)
 	for i := range n {
@@ -54,11 +54,11 @@ func (g *generator) ask(n int) ([]data.Question, error) {
 			}
 		}
 		q := data.Question{
-			ID:      fmt.Sprintf("%s-%06d", Dataset, i+1),
+			ID:      fmt.Sprintf("%s-%06d", name, i+1),
 			Text:    d.text,
 			Answers: d.answers,
 			Type:    d.typ,
-			Dataset: Dataset,
+			Dataset: name,
 		}
 		for _, f := range d.facts {
 			q.GoldTitles = append(q.GoldTitles, f.e.passage.Title)

@@ -16,9 +16,21 @@ const (
 	// MaxQuestions bounds Config.Questions; the world grows with it (about
 	// five passages per question).
 	MaxQuestions = 100_000
-	// Dataset is the Dataset field of every generated question.
+	// Dataset is the Dataset field of the bundled sample's questions, and
+	// the prefix of their ids (sample-000001, ...).
 	Dataset = "sample"
 )
+
+// DatasetName returns the Dataset field of the questions of cfg's world,
+// and the prefix of their ids: Dataset for the bundled sample, else
+// "synth-SEED-QUESTIONS", so that two worlds never share a question id
+// (a benchmark would take one's questions for the other's training ones).
+func DatasetName(cfg Config) string {
+	if cfg.Seed == DefaultSeed && cfg.Questions == DefaultQuestions {
+		return Dataset
+	}
+	return fmt.Sprintf("synth-%d-%d", cfg.Seed, cfg.Questions)
+}
 
 // ErrQuestions is returned for a question count below 1 or above
 // MaxQuestions.
@@ -61,7 +73,7 @@ func Generate(cfg Config) (*World, error) {
 	}
 	g.build(cfg.Questions)
 	g.describe()
-	questions, err := g.ask(cfg.Questions)
+	questions, err := g.ask(cfg.Questions, DatasetName(cfg))
 	if err != nil {
 		return nil, err
 	}

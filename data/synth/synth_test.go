@@ -88,7 +88,7 @@ func TestGenerateWorlds(t *testing.T) {
 			if got, least := len(w.Passages), 4*cfg.Questions; got < least {
 				t.Errorf("got %d passages for %d questions, want at least %d", got, cfg.Questions, least)
 			}
-			checkWorld(t, w)
+			checkWorld(t, w, DatasetName(cfg))
 		})
 	}
 }
@@ -150,8 +150,9 @@ func TestSampleDistractors(t *testing.T) {
 
 var commonWord = map[string]bool{"The": true, "In": true, "Who": true, "Which": true, "What": true, "When": true, "Are": true, "A": true}
 
-// checkWorld checks everything a consumer of the sample relies on.
-func checkWorld(t *testing.T, w *World) {
+// checkWorld checks everything a consumer of the sample relies on; name is
+// the world's dataset.
+func checkWorld(t *testing.T, w *World, name string) {
 	t.Helper()
 	byTitle := make(map[string]data.Passage, len(w.Passages))
 	ids := make(map[string]bool, len(w.Passages))
@@ -179,11 +180,11 @@ func checkWorld(t *testing.T, w *World) {
 	}
 
 	for i, q := range w.Questions {
-		if want := fmt.Sprintf("sample-%06d", i+1); q.ID != want {
+		if want := fmt.Sprintf("%s-%06d", name, i+1); q.ID != want {
 			t.Errorf("question %d: got id %q, want %q", i, q.ID, want)
 		}
-		if q.Dataset != Dataset {
-			t.Errorf("question %s: got dataset %q, want %q", q.ID, q.Dataset, Dataset)
+		if q.Dataset != name {
+			t.Errorf("question %s: got dataset %q, want %q", q.ID, q.Dataset, name)
 		}
 		if q.Text == "" || len(q.Answers) == 0 || q.Answers[0] == "" {
 			t.Errorf("question %s: got text %q and answers %q, want both non-empty", q.ID, q.Text, q.Answers)
@@ -300,4 +301,22 @@ func BenchmarkSample(b *testing.B) {
 		passages += len(Sample().Passages)
 	}
 	b.ReportMetric(float64(passages)/b.Elapsed().Seconds(), "passages/s")
+}
+
+// TestDatasetName: only the bundled sample is "sample"; every other world
+// has a name of its own, so that no two worlds share a question id.
+func TestDatasetName(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Seed: DefaultSeed, Questions: DefaultQuestions}, "sample"},
+		{Config{Seed: DefaultSeed, Questions: 1000}, "synth-42-1000"},
+		{Config{Seed: 7, Questions: DefaultQuestions}, "synth-7-200"},
+	}
+	for _, tt := range tests {
+		if got := DatasetName(tt.cfg); got != tt.want {
+			t.Errorf("DatasetName(%+v): got %q, want %q", tt.cfg, got, tt.want)
+		}
+	}
 }
