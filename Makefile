@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: experiment all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
+.PHONY: experiment model-roles all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
 
 all: build
 
@@ -49,6 +49,14 @@ e2e: e2e-slow e2e-shards e2e-models e2e-train e2e-opensearch e2e-browser
 e2e-models: models
 	@mkdir -p bin
 	DISTILL_E2E_REPORT=$(CURDIR)/bin/e2e-models.md $(GO) test -tags e2e -run 'TestRealModels' -v -count=1 -timeout 90m ./cmd/distill
+
+# model-roles measures each local chat model as judge, extractor, reader
+# and teacher (cmd/distill/e2e_roles_test.go) and writes the table to
+# bin/model-roles.md: about 40 minutes for the three models on 2 cores.
+ROLE_MODELS ?= smollm2,qwen-0.5b,qwen-1.5b
+model-roles: models
+	@mkdir -p bin
+	DISTILL_E2E_ROLE_MODELS=$(ROLE_MODELS) DISTILL_E2E_REPORT=$(CURDIR)/bin/model-roles.md $(GO) test -tags e2e -run 'TestModelRoles' -v -count=1 -timeout 180m ./cmd/distill
 
 # e2e-train is the real training path: it installs the trainer once (torch,
 # transformers, PEFT, TRL: about 3 GB into .cache/train; llama.cpp's LoRA

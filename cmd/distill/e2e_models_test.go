@@ -118,7 +118,7 @@ func TestRealModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLabelsOnce(t, labels, states)
-	teacher := teacherFigures(labels)
+	teacher := teacherFigures(labels, "teacher (K=3, T=0.7)")
 	if teacher.usable() < minUsable {
 		t.Errorf("teacher: %.1f%% of %d samples usable, want at least %.0f%%", 100*teacher.usable(), teacher.calls, 100*minUsable)
 	}
@@ -264,11 +264,7 @@ func startLocalModels(t *testing.T, dir string, options ...string) []string {
 	if out, err := start.CombinedOutput(); err != nil {
 		t.Fatalf("%s start: %v\n%s(run make models first)", script, err, out)
 	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
-			t.Errorf("%s stop: %v\n%s", script, err, out)
-		}
-	})
+	t.Cleanup(func() { stopLocalModels(t, dir) })
 	raw, err := os.ReadFile(filepath.Join(dir, "env"))
 	if err != nil {
 		t.Fatal(err)
@@ -281,6 +277,16 @@ func startLocalModels(t *testing.T, dir string, options ...string) []string {
 	}
 	t.Logf("local models: %s", strings.Join(env, " "))
 	return env
+}
+
+// stopLocalModels stops the servers that startLocalModels started in dir
+// (again is harmless).
+func stopLocalModels(t *testing.T, dir string) {
+	t.Helper()
+	script := filepath.Join("..", "..", "scripts", "local-models")
+	if out, err := exec.Command(script, "stop", dir).CombinedOutput(); err != nil {
+		t.Errorf("%s stop: %v\n%s", script, err, out)
+	}
 }
 
 // buildBinary builds distill into dir.
@@ -455,9 +461,9 @@ func roleFigures(states []data.State) []roleFigure {
 	return []roleFigure{j, x, r}
 }
 
-// teacherFigures counts the teacher's samples.
-func teacherFigures(labels []data.Label) roleFigure {
-	f := roleFigure{role: "teacher (K=3, T=0.7)"}
+// teacherFigures counts the teacher's samples, as the role named name.
+func teacherFigures(labels []data.Label, name string) roleFigure {
+	f := roleFigure{role: name}
 	for _, l := range labels {
 		for _, s := range l.Samples {
 			pe := s.ParseError

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/eval"
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/trainer"
@@ -89,11 +91,14 @@ func TestRealTraining(t *testing.T) {
 
 	// The adapter served by llama.cpp, used through --judge-from.
 	start = time.Now()
-	served := startLocalModels(t, filepath.Join(dir, "models-judge"), "--adapter", judgeDir)
+	served := startLocalModels(t, filepath.Join(dir, "models-judge"), "--adapter", judgeDir, "--base-judge")
 	t.Logf("converted and served in %s", time.Since(start).Round(time.Second))
 	sv := envVars(served)
 	if sv["DISTILL_JUDGE_MODEL"] != judge.AdapterName || sv["DISTILL_JUDGE_BASE_URL"] == "" {
 		t.Fatalf("start --adapter wrote DISTILL_JUDGE_MODEL %q, DISTILL_JUDGE_BASE_URL %q", sv["DISTILL_JUDGE_MODEL"], sv["DISTILL_JUDGE_BASE_URL"])
+	}
+	if sv["DISTILL_BASE_JUDGE_MODEL"] != "s2g-base" || sv["DISTILL_BASE_JUDGE_BASE_URL"] == "" {
+		t.Fatalf("start --base-judge wrote DISTILL_BASE_JUDGE_MODEL %q, DISTILL_BASE_JUDGE_BASE_URL %q", sv["DISTILL_BASE_JUDGE_MODEL"], sv["DISTILL_BASE_JUDGE_BASE_URL"])
 	}
 	if fi, err := os.Stat(filepath.Join(judgeDir, finetune.AdapterGGUF)); err != nil || fi.Size() == 0 {
 		t.Errorf("the converted adapter: %v", err)
@@ -116,7 +121,17 @@ func TestRealTraining(t *testing.T) {
 		}
 	}
 	t.Logf("the served adapter judged %d states, %d usable", len(rows), usable)
-	ds.distill("bench", "--limit", "2", "--variants", "full", "--judge-from", "judge", "--out", "bench")
+	// The trained judge against the same base untuned (start
+	// --base-judge), as make experiment measures them.
+	ds.distill("bench", "--limit", "2", "--variants", "full,no-sft", "--judge-from", "judge", "--base-judge", "llm", "--out", "bench")
+	rep := readJSON[eval.Report](t, filepath.Join(dir, "bench", "report.json"))
+	judges := map[string]string{}
+	for _, v := range rep.Variants {
+		judges[v.Name] = v.Roles["judge"]
+	}
+	if want := map[string]string{"full": judge.AdapterName, "no-sft": "s2g-base"}; !maps.Equal(judges, want) {
+		t.Errorf("the bench's judges were %v, want %v", judges, want)
+	}
 }
 
 // checkHandback checks the hand-back of the real training run.
