@@ -297,23 +297,25 @@ func (r *ParquetReader[T]) open() (err error) {
 	return nil
 }
 
-// nextGroup opens a reader of the next row group, closing the current one;
-// false when there is none. A reader of the whole file would keep state
-// and buffers for every row group as it goes, so that its memory grows
-// with the file; a reader of one row group at a time keeps one's.
+// nextGroup opens a reader of the next row group that has rows, closing
+// the current one; false when there is none (r.r is then nil). A reader of
+// the whole file would keep state and buffers for every row group as it
+// goes, so that its memory grows with the file; a reader of one row group
+// at a time keeps one's. An empty row group (pandas writes one for an
+// empty table) is skipped: parquet-go fails to seek in it.
 func (r *ParquetReader[T]) nextGroup() bool {
-	groups := r.file.RowGroups()
 	if r.r != nil {
-		if r.next >= len(groups) {
-			return false
-		}
 		r.r.Close()
+		r.r = nil
 	}
-	if r.next < len(groups) {
-		r.r = parquet.NewGenericRowGroupReader[T](groups[r.next])
-	} else {
-		r.r = parquet.NewGenericReader[T](r.file) // no row group: no rows
+	groups := r.file.RowGroups()
+	for r.next < len(groups) && groups[r.next].NumRows() == 0 {
+		r.next++
 	}
+	if r.next >= len(groups) {
+		return false
+	}
+	r.r = parquet.NewGenericRowGroupReader[T](groups[r.next])
 	r.next++
 	return true
 }
@@ -386,6 +388,10 @@ func (r *ParquetReader[T]) Read(rows []T) (n int, err error) {
 	// reader asked 256 rows at a time held 6 MiB more by the end of each
 	// row group than one asked 16 (see TestReaderMemory).
 	for n < len(rows) {
+		if r.r == nil {
+			err = io.EOF
+			break
+		}
 		m, rerr := r.r.Read(rows[n:min(len(rows), n+readBatch)])
 		n += m
 		if rerr == io.EOF {
@@ -421,7 +427,9 @@ func (r *ParquetReader[T]) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.r.Close()
+	if r.r != nil {
+		r.r.Close()
+	}
 	if err := r.f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", r.path, err)
 	}

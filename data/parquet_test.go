@@ -219,6 +219,25 @@ func TestParquetReaderRowGroups(t *testing.T) {
 	}
 }
 
+// An empty table written by pandas (testdata/empty_pandas.parquet:
+// pandas 3.1 with pyarrow 26) has one row group of no rows, in which
+// parquet-go cannot seek: it reads as no rows, like a file without row
+// groups.
+func TestParquetEmptyRowGroup(t *testing.T) {
+	path := filepath.Join("testdata", "empty_pandas.parquet")
+	if groups := openFooter(t, path).RowGroups(); len(groups) != 1 || groups[0].NumRows() != 0 {
+		t.Fatalf("the fixture should hold one empty row group, has %d", len(groups))
+	}
+	rows, err := ReadParquet[Question](path)
+	if err != nil || len(rows) != 0 {
+		t.Fatalf("ReadParquet: got %d rows, %v; want none and no error", len(rows), err)
+	}
+	var shown strings.Builder
+	if err := ShowParquet(&shown, path, 10); err != nil || shown.Len() != 0 {
+		t.Errorf("ShowParquet: got %q, %v; want nothing", shown.String(), err)
+	}
+}
+
 func TestParquetWriterAbort(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "corpus.parquet")
