@@ -466,7 +466,8 @@ func (m *benchModels) usage(variant string) []llm.Stats {
 }
 
 // variantBars shows the benchmark's progress: one bar over every
-// variant's questions.
+// variant's questions (its description stays "bench": the bar's width is
+// set for it).
 type variantBars struct {
 	mu    sync.Mutex
 	bar   *progressbar.ProgressBar
@@ -489,7 +490,6 @@ func (v *variantBars) update(variant string, p runner.Progress) {
 	}
 	v.bar.ChangeMax64(int64(total))
 	v.bar.Set(done)
-	v.bar.Describe(fmt.Sprintf("bench: %d variants", len(v.total)))
 }
 
 func (v *variantBars) finish() { v.bar.Finish() }

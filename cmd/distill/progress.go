@@ -104,18 +104,43 @@ func newProgress(c *cli.Context, total int64, description, unit string) *progres
 		)
 	}
 	w := con.bar()
-	return progressbar.NewOptions64(total,
+	return progressbar.NewOptions64(total, append(barOptions(w, termColumns(con.w), description, unit),
+		progressbar.OptionThrottle(65*time.Millisecond),
+		progressbar.OptionOnCompletion(w.end))...)
+}
+
+// barOptions are what a bar written to w on a terminal of cols columns
+// shows.
+func barOptions(w io.Writer, cols int, description, unit string) []progressbar.Option {
+	return []progressbar.Option{
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(description),
-		progressbar.OptionSetWidth(10),
-		progressbar.OptionFullWidth(),
+		progressbar.OptionSetWidth(barWidth(cols, description)),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString(unit),
 		progressbar.OptionSpinnerType(14),
-		progressbar.OptionThrottle(65*time.Millisecond),
-		progressbar.OptionOnCompletion(w.end),
-	)
+	}
+}
+
+// barWidth is the width of the bar itself on a terminal of cols columns,
+// leaving room for the description and the figures after the bar (count,
+// percent, rate, times: about 60 columns). progressbar's own full width cannot measure the
+// terminal through the console's writer, which is not an *os.File, and
+// assumed 80 columns: the bar was 0 to 4 characters wide.
+func barWidth(cols int, description string) int {
+	return max(10, min(40, cols-len(description)-65))
+}
+
+// termColumns is the width of the terminal w is, 80 when it cannot be
+// measured.
+func termColumns(w io.Writer) int {
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	return 80
 }
 
 // runBar is the bar of a run whose total is known from its first progress

@@ -5,8 +5,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	"github.com/distill-rag/distill/llm"
@@ -91,6 +95,36 @@ func TestConsole(t *testing.T) {
 		"\r| rollout 10/10\n" + "level=INFO msg=done\n"
 	if got := out.String(); got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// TestBarWidth: on terminals of 100 to 160 columns the bar itself is at
+// least 20 characters wide and the whole line fits, figures included.
+func TestBarWidth(t *testing.T) {
+	for _, cols := range []int{80, 100, 130, 160} {
+		for _, desc := range []string{"rollout", "embedding", "searching"} {
+			var out bytes.Buffer
+			bar := progressbar.NewOptions64(123456, barOptions(&out, cols, desc, "questions")...)
+			bar.Set(61728)
+			line := out.String()[strings.LastIndexByte(out.String(), '\r')+1:]
+			// The bar was drawn at once: a real rate and real times are
+			// "3.2" and up to "[1h2m3s:1h2m3s]".
+			line = regexp.MustCompile(`, [0-9.]+ `).ReplaceAllString(line, ", 3.2 ")
+			line = strings.Replace(line, "[0s:0s]", "[1h2m3s:1h2m3s]", 1)
+			width := utf8.RuneCountInString(strings.TrimRight(line, " "))
+			saucer := strings.Index(line, "|")
+			last := strings.LastIndex(line, "|")
+			if saucer < 0 || last <= saucer {
+				t.Fatalf("%d columns, %q: no bar in %q", cols, desc, line)
+			}
+			barChars := utf8.RuneCountInString(line[saucer+1 : last])
+			if width > cols {
+				t.Errorf("%d columns, %q: the line is %d wide: %q", cols, desc, width, line)
+			}
+			if cols >= 100 && barChars < 20 {
+				t.Errorf("%d columns, %q: the bar is %d wide: %q", cols, desc, barChars, line)
+			}
+		}
 	}
 }
 
