@@ -41,7 +41,7 @@ func trainCommand() *cli.Command {
 		&cli.PathFlag{Name: "base-gguf", Usage: "GGUF `FILE` of the base model that llama.cpp will serve the adapter on (local, slurm): model.json compares the chat templates and gives llama.cpp's commands", EnvVars: []string{"DISTILL_TRAIN_BASE_GGUF"}, TakesFile: true},
 		&cli.StringFlag{Name: "name", Value: "s2g-judge", Usage: "name of the job and of its result"},
 		&cli.BoolFlag{Name: "export-only", Usage: "write the training data in every format, print its summary, and stop"},
-		&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds when it holds no job"},
+		&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds: files, or a job that has ended (failed, cancelled or succeeded); a job still running is refused"},
 		&cli.BoolFlag{Name: "detach", Usage: "submit and return; follow later with distill train status DIR or distill train --out DIR"},
 		&cli.DurationFlag{Name: "poll-interval", Value: 10 * time.Second, Usage: "how often to ask how the job is doing"},
 		&cli.StringFlag{Name: "tokenizer", Usage: "model whose tokenizer counts the examples' tokens (default: an estimate)"},
@@ -130,23 +130,33 @@ func trainAction(c *cli.Context) error {
 func trainIn(c *cli.Context, od *outdir.Dir) error {
 	out := od.Path()
 	log := loggerFrom(c)
-	// A job already recorded: re-attach.
-	if rec, err := finetune.LoadRecord(out); err == nil {
-		switch {
-		case c.Bool("export-only"):
-			return usageErrorf("train: %s already holds a job (%s); give another --out to export", out, rec.State.ID)
-		case c.Bool("overwrite"):
-			return usageErrorf("train: %s holds the job %s, which --overwrite does not replace: cancel it (distill train cancel %s) and remove it, or give another --out",
-				out, rec.State.ID, out)
-		}
+	// A job already recorded: re-attach, or replace one that has ended
+	// with --overwrite.
+	rec, err := finetune.LoadRecord(out)
+	switch {
+	case errors.Is(err, finetune.ErrNoJob):
+	case err != nil:
+		return err
+	case c.Bool("export-only"):
+		return usageErrorf("train: %s already holds a job (%s); give another --out to export", out, rec.State.ID)
+	case c.Bool("overwrite") && !rec.State.Status.Terminal():
+		return usageErrorf("train: %s holds the job %s, still %s, which --overwrite does not replace: cancel it (distill train cancel %s) first, or give another --out",
+			out, rec.State.ID, rec.State.Status, out)
+	case c.Bool("overwrite"):
+		log.Info("replacing the recorded job", "backend", rec.State.Backend, "job", rec.State.ID, "status", rec.State.Status)
+	case c.IsSet("backend") && c.String("backend") != rec.State.Backend:
+		return usageErrorf("train: %s holds the job %s of backend %s (%s), not of --backend %s: --overwrite replaces a job that has ended, or give another --out",
+			out, rec.State.ID, rec.State.Backend, rec.State.Status, c.String("backend"))
+	case rec.State.Status == finetune.StatusFailed || rec.State.Status == finetune.StatusCancelled:
+		return usageErrorf("train: %s holds the job %s, which %s (distill train status %s says more): --overwrite replaces it, or give another --out",
+			out, rec.State.ID, rec.State.Status, out)
+	default:
 		b, err := newBackend(c, rec.State.Backend)
 		if err != nil {
 			return err
 		}
 		log.Info("re-attaching to the recorded job", "backend", rec.State.Backend, "job", rec.State.ID, "status", rec.State.Status)
 		return followJob(c, b, rec.Job, rec.State)
-	} else if !errors.Is(err, finetune.ErrNoJob) {
-		return err
 	}
 	if !od.Fresh() {
 		if !c.Bool("overwrite") {
@@ -469,6 +479,13 @@ func trainJobAction(op func(b finetune.Backend, ctx context.Context, job finetun
 		}
 		if err := finetune.SaveRecord(rec.Job.Dir, finetune.Record{Job: rec.Job, State: st}); err != nil {
 			return err
+		}
+		if c.Command.Name == "cancel" {
+			if rec.State.Status.Terminal() {
+				fmt.Fprintf(c.App.Writer, "nothing to cancel: the job %s had ended (%s)\n", rec.State.ID, rec.State.Status)
+			} else {
+				fmt.Fprintf(c.App.Writer, "cancelled the job %s (it was %s)\n", rec.State.ID, rec.State.Status)
+			}
 		}
 		return printJob(c, rec.Job, st)
 	}

@@ -191,17 +191,30 @@ func TestTrainLocalCancelAndReattach(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "running") {
 		t.Fatalf("status: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	r = runDistill(t, "--quiet", "train", "--in", sft, "--out", "slow", "--overwrite")
+	if r.code != 2 || !strings.Contains(r.stderr, "still running") {
+		t.Errorf("--overwrite of a running job: exit %d, stderr %q; want 2, refused", r.code, r.stderr)
+	}
 	r = runDistill(t, "--quiet", "train", "cancel", "--grace", "0s", "slow")
-	if r.code != 0 {
+	if r.code != 0 || !strings.Contains(r.stdout, "cancelled the job") {
 		t.Fatalf("cancel: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	r = runDistill(t, "--quiet", "train", "--out", "slow", "--poll-interval", "20ms")
-	if r.code == 0 || !strings.Contains(r.stdout, "cancelled") {
-		t.Errorf("re-attach to the cancelled job: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	if r.code != 2 || !strings.Contains(r.stderr, "cancelled") || !strings.Contains(r.stderr, "--overwrite replaces it") {
+		t.Errorf("train again on the cancelled job: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "train", "--in", sft, "--out", "slow", "--backend", "openai")
+	if r.code != 2 || !strings.Contains(r.stderr, "not of --backend openai") {
+		t.Errorf("another --backend on the cancelled job: exit %d, stderr %q", r.code, r.stderr)
 	}
 	r = runDistill(t, "--quiet", "train", "cancel", "slow")
-	if r.code != 0 || !strings.Contains(r.stdout, "cancelled") {
+	if r.code != 0 || !strings.Contains(r.stdout, "nothing to cancel") {
 		t.Errorf("second cancel: exit %d, stdout %q", r.code, r.stdout)
+	}
+	// A job that has ended is replaced with --overwrite.
+	r = runDistill(t, "--quiet", "train", "--in", sft, "--out", "slow", "--overwrite", "--trainer-command", standInTrainer(2, "0.01"), "--poll-interval", "20ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "succeeded") {
+		t.Errorf("--overwrite of the cancelled job: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 
 	r = runDistill(t, "--quiet", "train", "--in", sft, "--out", "fast", "--trainer-command", standInTrainer(5, "0.05"), "--detach")
