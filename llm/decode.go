@@ -29,6 +29,11 @@ func (e *ParseError) Error() string {
 
 func (e *ParseError) Unwrap() error { return e.Err }
 
+// ErrCutOff is the reason for an answer that the server cut off at the
+// token limit (finish reason "length") before it was usable; a
+// *ParseError of such an answer wraps it.
+var ErrCutOff = errors.New("the reply was cut off at the token limit before a complete answer")
+
 // errNoJSON is the reason for an answer holding no JSON object at all.
 var errNoJSON = errors.New("the reply contains no JSON object")
 
@@ -82,7 +87,10 @@ func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, e
 		return resp, nil
 	}
 	if resp.FinishReason == "length" {
-		return resp, &ParseError{Outputs: []string{resp.Content}, Reason: perr.Error(), Err: perr}
+		// The lenient extraction may have found an inner object (a gap
+		// item, say) of the cut answer: the reason is the cut.
+		cut := fmt.Errorf("%w (%v)", ErrCutOff, perr)
+		return resp, &ParseError{Outputs: []string{resp.Content}, Reason: cut.Error(), Err: cut}
 	}
 
 	again := req
@@ -125,9 +133,6 @@ func RepairMessages(msgs []Message, reply, complaint string) []Message {
 func decodeInto(resp Response, rv reflect.Value) error {
 	obj, ok := ExtractJSON(resp.Content)
 	if !ok {
-		if resp.FinishReason == "length" {
-			return errors.New("the reply was cut off at the token limit before a complete JSON object")
-		}
 		return errNoJSON
 	}
 	t := rv.Type().Elem()

@@ -136,6 +136,7 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "null bool twice", answers: []string{`{"sufficient": null, "gap_items": []}`, `{"sufficient": null, "gap_items": []}`}, wantCalls: 2, wantReason: `"sufficient" is null`},
 		{name: "nested member missing", answers: []string{good, ""}, want: want, wantCalls: 1},
 		{name: "cut off at the limit", answers: []string{cutMark + `{"sufficient": false, "gap_items": [{"category": "other", "tar`}, wantCalls: 1, wantReason: "cut off at the token limit"},
+		{name: "cut off after a whole gap item", answers: []string{cutMark + `{"sufficient": false, "gap_items": [{"category": "other", "target": "X", "slot": "born", "description": "d"}, {"cat`}, wantCalls: 1, wantReason: "cut off at the token limit"},
 		{name: "nested missing twice", answers: []string{`{"sufficient": false, "gap_items": [{"category": "other"}]}`, `{"sufficient": false, "gap_items": [{"category": "other"}]}`}, wantCalls: 2, wantReason: `"gap_items[0].target" is missing`},
 	}
 	for _, tt := range tests {
@@ -153,6 +154,9 @@ func TestDecodeJSON(t *testing.T) {
 				}
 				if !strings.Contains(pe.Reason, tt.wantReason) {
 					t.Errorf("reason: got %q, want it to contain %q", pe.Reason, tt.wantReason)
+				}
+				if cut := strings.HasPrefix(tt.answers[0], cutMark); errors.Is(err, ErrCutOff) != cut {
+					t.Errorf("errors.Is(err, ErrCutOff) = %v, want %v", !cut, cut)
 				}
 				var outputs []string
 				for _, a := range tt.answers {
