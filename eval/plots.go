@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"path/filepath"
@@ -10,7 +11,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -100,6 +100,34 @@ func variantNames(r Report) []string {
 	return names
 }
 
+// palette gives each series its own colour: ten, as many as the variants
+// a report can hold and more (plotutil's seven made two of eight variants
+// share one).
+var palette = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0xe1, 0x57, 0x59, 0xff}, {0x76, 0xb7, 0xb2, 0xff},
+	{0x59, 0xa1, 0x4f, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0xff, 0x9d, 0xa7, 0xff},
+	{0x9c, 0x75, 0x5f, 0xff}, {0x40, 0x40, 0x40, 0xff},
+}
+
+func seriesColor(i int) color.Color { return palette[i%len(palette)] }
+
+// countTicks marks only whole numbers on an axis of counts, without
+// decimals.
+type countTicks struct{}
+
+func (countTicks) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for _, t := range (plot.DefaultTicks{}).Ticks(min, max) {
+		if t.Value == math.Trunc(t.Value) {
+			if t.Label != "" {
+				t.Label = strconv.Itoa(int(t.Value))
+			}
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // newPlot starts a plot with a title and axis labels, and tilts the tick
 // labels of nominal X axes with many or long names.
 func newPlot(title, x, y string, names []string) *plot.Plot {
@@ -108,6 +136,7 @@ func newPlot(title, x, y string, names []string) *plot.Plot {
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
 	p.Legend.Top = true
+	p.Legend.YOffs = -vg.Points(10) // below the title's line
 	long := len(names) > 4
 	for _, n := range names {
 		long = long || len(n) > 12
@@ -132,7 +161,7 @@ func groupedBars(p *plot.Plot, seriesNames []string, series [][]float64) error {
 		if err != nil {
 			return err
 		}
-		bars.Color = plotutil.Color(i)
+		bars.Color = seriesColor(i)
 		bars.LineStyle.Width = vg.Length(0)
 		bars.Offset = (vg.Length(i) - vg.Length(len(series)-1)/2) * w
 		p.Add(bars)
@@ -206,6 +235,7 @@ func plotRounds(r Report) (*plot.Plot, vg.Length, error) {
 	// Room above the bars for the legend, on the left where round 0 (never
 	// used: one retrieval always happens) leaves space.
 	p.Y.Min, p.Y.Max = 0, max(1, 1.35*most)
+	p.Y.Tick.Marker = countTicks{}
 	p.Legend.Left = true
 	return p, plotWidth(n, len(names)), nil
 }
@@ -228,28 +258,38 @@ func plotCalibration(r Report) (*plot.Plot, vg.Length, error) {
 
 func plotCompressionF1(r Report) (*plot.Plot, vg.Length, error) {
 	p := newPlot("Compression against F1 ("+r.Dataset+")", "compression ratio (evidence / raw characters)", "F1", nil)
-	xys := make(plotter.XYs, len(r.Variants))
+	// One glyph and colour a variant, named in the legend: text beside the
+	// points overlapped where variants score alike.
 	maxRatio := 0.0
 	for i, v := range r.Variants {
-		xys[i].X, xys[i].Y = v.Metrics.Compression.Ratio, v.Metrics.F1
-		maxRatio = max(maxRatio, xys[i].X)
-	}
-	if len(xys) > 0 {
-		sc, err := plotter.NewScatter(xys)
+		xy := plotter.XYs{{X: v.Metrics.Compression.Ratio, Y: v.Metrics.F1}}
+		sc, err := plotter.NewScatter(xy)
 		if err != nil {
 			return nil, 0, err
 		}
-		sc.GlyphStyle.Radius = vg.Points(3)
-		sc.GlyphStyle.Color = plotutil.Color(0)
-		labels, err := plotter.NewLabels(plotter.XYLabels{XYs: xys, Labels: variantNames(r)})
-		if err != nil {
-			return nil, 0, err
-		}
-		labels.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
-		p.Add(sc, labels)
+		sc.GlyphStyle.Radius = vg.Points(4)
+		sc.GlyphStyle.Color = seriesColor(i)
+		sc.GlyphStyle.Shape = glyphs[i%len(glyphs)]
+		p.Add(sc)
+		p.Legend.Add(v.Name, sc)
+		maxRatio = max(maxRatio, xy[0].X)
 	}
 	p.Add(plotter.NewGrid())
-	p.X.Min, p.X.Max = 0, max(1, 1.15*maxRatio)
+	// The points stay left of the legend, which the X range leaves room
+	// for on the right; ticks only where ratios can be.
+	top := math.Ceil(maxRatio*4-1e-9) / 4
+	var ticks []plot.Tick
+	for x := 0.0; x <= top+1e-9; x += 0.25 {
+		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', 3, 64)})
+	}
+	p.X.Min, p.X.Max = 0, 1.6*top
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Min, p.Y.Max = 0, 100
-	return p, 6 * vg.Inch, nil
+	return p, 7 * vg.Inch, nil
+}
+
+// glyphs tell points of different variants apart where they coincide.
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.BoxGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{},
+	draw.RingGlyph{}, draw.SquareGlyph{}, draw.PyramidGlyph{},
 }

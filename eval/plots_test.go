@@ -94,6 +94,36 @@ func TestWritePlots(t *testing.T) {
 	}
 }
 
+// TestPlotsTellVariantsApart: eight variants (as many as bench has) get
+// eight colours and glyphs, and the rounds plot counts questions without
+// decimals.
+func TestPlotsTellVariantsApart(t *testing.T) {
+	colours := map[any]bool{}
+	shapes := map[any]bool{}
+	for i := range 8 {
+		colours[seriesColor(i)] = true
+		shapes[glyphs[i%len(glyphs)]] = true
+	}
+	if len(colours) != 8 || len(shapes) != 8 {
+		t.Errorf("8 variants get %d colours and %d glyphs", len(colours), len(shapes))
+	}
+	for _, span := range [][2]float64{{0, 3}, {0, 13.5}, {0, 67.5}, {0, 1350}} {
+		ticks := countTicks{}.Ticks(span[0], span[1])
+		labelled := 0
+		for _, tk := range ticks {
+			if tk.Value != float64(int(tk.Value)) || strings.Contains(tk.Label, ".") {
+				t.Errorf("count axis 0..%g: tick %v %q", span[1], tk.Value, tk.Label)
+			}
+			if tk.Label != "" {
+				labelled++
+			}
+		}
+		if labelled < 2 {
+			t.Errorf("count axis 0..%g: %d labelled ticks, want at least 2", span[1], labelled)
+		}
+	}
+}
+
 func TestWritePlotsEmptyReport(t *testing.T) {
 	dir := t.TempDir()
 	paths, err := WritePlots(dir, Report{Dataset: "empty"})
