@@ -23,7 +23,7 @@ import (
 // Defaults of BatchOptions.
 const (
 	DefaultPollInterval = 30 * time.Second
-	DefaultBatchRetries = 2
+	DefaultBatchRetries = 5
 	// DefaultMaxBatchRequests and DefaultMaxBatchBytes keep each input
 	// file within OpenAI's limits (50,000 requests, 200 MB).
 	DefaultMaxBatchRequests = 50000
@@ -152,6 +152,10 @@ type batchRun struct {
 	rows   []int            // the rows of states, in input order
 	// applied holds the batches whose results are in states.
 	applied map[string]bool
+	// ended holds the batches that had ended before this invocation began:
+	// their sends do not count against its retries, so that --resume
+	// sends again what an earlier run gave up on.
+	ended map[string]bool
 	// spent is what the states written by this invocation cost;
 	// budgetHit is set once a round could not send everything.
 	spent     float64
@@ -174,7 +178,7 @@ func (r *run) batch(ctx context.Context, todo iter.Seq2[Item, error], emitRows f
 	o.Retries = max(o.Retries, 0)
 	o.MaxRequests = cmp.Or(o.MaxRequests, DefaultMaxBatchRequests)
 	o.MaxBytes = cmp.Or(o.MaxBytes, DefaultMaxBatchBytes)
-	b := &batchRun{r: r, o: o, model: o.Teacher.Model, states: make(map[int]*pending), applied: make(map[string]bool)}
+	b := &batchRun{r: r, o: o, model: o.Teacher.Model, states: make(map[int]*pending), applied: make(map[string]bool), ended: make(map[string]bool)}
 	if p, ok := llm.PriceOf(o.Prices, b.model); ok {
 		b.price = llm.Price{Input: p.Input * BatchDiscount, Output: p.Output * BatchDiscount}
 	}
@@ -273,11 +277,15 @@ func (b *batchRun) missing() (resend, exhausted, unsent []pair) {
 	return resend, exhausted, unsent
 }
 
-// sentPairs counts the batches each request was sent in, from the input
-// files of the recorded batches.
+// sentPairs counts the batches of this invocation (those it sent, and
+// those still in flight when it began) each request was sent in, from the
+// input files of the recorded batches.
 func (b *batchRun) sentPairs() map[pair]int {
 	sent := make(map[pair]int)
 	for i := range b.file.Batches {
+		if b.ended[b.file.Batches[i].ID] {
+			continue
+		}
 		for _, p := range b.inputPairs(&b.file.Batches[i]) {
 			sent[p]++
 		}
@@ -454,10 +462,8 @@ func (b *batchRun) giveUp(missing []pair, emit func(data.Label) error) error {
 	for _, p := range missing {
 		st := b.states[p.row]
 		s := b.newSample(st.it, p.sample, nil)
-		s.Error = st.lastErr[p.sample]
-		if s.Error == "" {
-			s.Error = "not answered by any batch"
-		}
+		s.Error = cmp.Or(st.lastErr[p.sample], "not answered by any batch") +
+			fmt.Sprintf(" (sent in %d batches; label --resume sends it again)", 1+b.o.Retries)
 		st.samples[p.sample] = &s
 	}
 	return b.emitComplete(emit)
@@ -562,6 +568,9 @@ func (b *batchRun) load() error {
 	for _, rec := range b.file.Batches {
 		if _, err := os.Stat(filepath.Join(b.r.opts.Out, BatchDir, rec.InputFile)); err != nil {
 			return fmt.Errorf("batch %s: its input file: %w", rec.ID, err)
+		}
+		if (llm.Batch{Status: rec.Status}).Terminal() {
+			b.ended[rec.ID] = true
 		}
 	}
 	if n := len(b.file.Batches); n > 0 {

@@ -145,6 +145,42 @@ func TestBatchGivesUp(t *testing.T) {
 	}
 }
 
+// TestBatchExpiryIsNotADeadServer: batches that keep expiring leave more
+// states unanswered in a row than the dead-server stop allows; the run
+// still ends, recording them as failed and saying they expired, and a
+// resumed run sends them again.
+func TestBatchExpiryIsNotADeadServer(t *testing.T) {
+	part := llmtest.BatchOutcome{Status: "expired", Complete: 0.3}
+	srv := llmtest.NewServer(llmtest.Options{Answer: batchAnswer, BatchScript: []llmtest.BatchOutcome{part, part}})
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "labels")
+	opts := batchOptions(t, srv, out, 1, 80)
+	opts.Batch.Retries = 1
+	sum, ls := runLabels(t, opts)
+	failed := 0
+	for _, l := range ls {
+		if l.Failure != "" {
+			failed++
+			if e := l.Samples[0].Error; !strings.Contains(e, "batch_expired") || !strings.Contains(e, "--resume") {
+				t.Errorf("failed sample error %q does not say it expired and how to go on", e)
+			}
+		}
+	}
+	if failed <= 20 || sum.Counts.Output.Failed != failed || len(ls) != 80 {
+		t.Fatalf("%d labels, %d failed (report %d): want 80, more than the 20 in a row of the dead-server stop", len(ls), failed, sum.Counts.Output.Failed)
+	}
+	opts.Resume = true
+	_, ls = runLabels(t, opts) // the script is spent: the next batch completes
+	for _, l := range ls {
+		if l.Failure != "" {
+			t.Errorf("state %v still failed after --resume: %s", l.Key(), l.Failure)
+		}
+	}
+	if len(ls) != 80 {
+		t.Errorf("%d labels after --resume, want 80", len(ls))
+	}
+}
+
 // TestBatchResumeInFlight kills the run (cancels it) while its batch is in
 // progress; the resumed run polls the recorded batch instead of
 // submitting again.

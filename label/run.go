@@ -254,6 +254,13 @@ func (r *run) job() stage.Job[data.StateKey, Item, data.Label, *Report] {
 	}
 	if o.Batch != nil {
 		j.Work, j.Produce = nil, r.batch
+		// A batch's unanswered requests are the API's outcome (expired,
+		// failed lines), recorded and sent again by --resume, not a dead
+		// server: those fail the polls and submissions themselves. A run
+		// whose every state failed still ends with ErrAllFailed.
+		if o.StopAfterFailures == 0 {
+			j.StopAfterFailures = -1
+		}
 	}
 	return j
 }
