@@ -288,6 +288,11 @@ func ApplyAnswer(s *data.LabelSample, resp llm.Response) {
 	v, contradiction, err := ParseAnswer(resp.Content)
 	s.Contradiction = contradiction
 	if err != nil {
+		if resp.FinishReason == "length" {
+			// What a cut answer seems to hold (a gap item of it, say) is
+			// not the reason: the cut is.
+			err = fmt.Errorf("%w (%v)", llm.ErrCutOff, err)
+		}
 		s.ParseError = err.Error()
 		return
 	}

@@ -2,12 +2,14 @@ package label
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/llm"
 )
 
 func TestTruthVerdict(t *testing.T) {
@@ -111,4 +113,24 @@ func TestTruthVerdictNeverContradictsTheFilter(t *testing.T) {
 // structure.
 func TestInputColumnsAreStates(t *testing.T) {
 	testkit.SameColumns(t, Input{}, data.State{}, 13)
+}
+
+// TestApplyAnswerCutOff: an answer the server cut off at the token limit
+// is recorded as cut off, even when a whole object (a gap item) of it
+// parses; a finished answer keeps its own reason.
+func TestApplyAnswerCutOff(t *testing.T) {
+	cut := `{"sufficient": false, "gap_items": [{"category": "other", "target": "X", "slot": "born", "description": "d"}, {"cat`
+	for _, tt := range []struct {
+		finish string
+		want   bool
+	}{{"length", true}, {"stop", false}} {
+		var s data.LabelSample
+		ApplyAnswer(&s, llm.Response{Content: cut, FinishReason: tt.finish})
+		if s.ParseError == "" {
+			t.Fatalf("finish %q: no parse error", tt.finish)
+		}
+		if got := strings.Contains(s.ParseError, llm.ErrCutOff.Error()); got != tt.want {
+			t.Errorf("finish %q: parse error %q; says cut off: %v, want %v", tt.finish, s.ParseError, got, tt.want)
+		}
+	}
 }
