@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/llm/llmtest"
@@ -118,23 +119,35 @@ func TestBatchResubmitsFailures(t *testing.T) {
 	}
 }
 
+// expiringBatches labels 80 states, one sample each, through two batches
+// that both expire with the share complete of their requests answered, and
+// one retry; it returns the server, the options, the run's summary and
+// labels, and the labels that failed.
+func expiringBatches(t *testing.T, complete float64) (*llmtest.Server, Options, Summary, []data.Label, []data.Label) {
+	t.Helper()
+	part := llmtest.BatchOutcome{Status: "expired", Complete: complete}
+	srv := llmtest.NewServer(llmtest.Options{Answer: batchAnswer, BatchScript: []llmtest.BatchOutcome{part, part}})
+	t.Cleanup(srv.Close)
+	opts := batchOptions(t, srv, filepath.Join(t.TempDir(), "labels"), 1, 80)
+	opts.Batch.Retries = 1
+	sum, ls := runLabels(t, opts)
+	var failed []data.Label
+	for _, l := range ls {
+		if l.Failure != "" {
+			failed = append(failed, l)
+		}
+	}
+	return srv, opts, sum, ls, failed
+}
+
 // TestBatchGivesUp: every batch expires half done and there is one retry:
 // what never got an answer is recorded in its sample, and no state is lost.
 func TestBatchGivesUp(t *testing.T) {
-	half := llmtest.BatchOutcome{Status: "expired", Complete: 0.5}
-	srv := llmtest.NewServer(llmtest.Options{Answer: batchAnswer, BatchScript: []llmtest.BatchOutcome{half, half}})
-	defer srv.Close()
-	out := filepath.Join(t.TempDir(), "labels")
-	opts := batchOptions(t, srv, out, 1, 80)
-	opts.Batch.Retries = 1
-	sum, ls := runLabels(t, opts)
-	failed := 0
-	for _, l := range ls {
-		if l.Failure != "" {
-			failed++
-			if !strings.Contains(l.Samples[0].Error, "batch_expired") {
-				t.Errorf("failed sample error %q does not say it expired", l.Samples[0].Error)
-			}
+	srv, _, sum, ls, failedLabels := expiringBatches(t, 0.5)
+	failed := len(failedLabels)
+	for _, l := range failedLabels {
+		if !strings.Contains(l.Samples[0].Error, "batch_expired") {
+			t.Errorf("failed sample error %q does not say it expired", l.Samples[0].Error)
 		}
 	}
 	if len(ls) != 80 || failed != 20 || sum.Counts.Output.Failed != 20 {
@@ -150,20 +163,11 @@ func TestBatchGivesUp(t *testing.T) {
 // still ends, recording them as failed and saying they expired, and a
 // resumed run sends them again.
 func TestBatchExpiryIsNotADeadServer(t *testing.T) {
-	part := llmtest.BatchOutcome{Status: "expired", Complete: 0.3}
-	srv := llmtest.NewServer(llmtest.Options{Answer: batchAnswer, BatchScript: []llmtest.BatchOutcome{part, part}})
-	defer srv.Close()
-	out := filepath.Join(t.TempDir(), "labels")
-	opts := batchOptions(t, srv, out, 1, 80)
-	opts.Batch.Retries = 1
-	sum, ls := runLabels(t, opts)
-	failed := 0
-	for _, l := range ls {
-		if l.Failure != "" {
-			failed++
-			if e := l.Samples[0].Error; !strings.Contains(e, "batch_expired") || !strings.Contains(e, "--resume") {
-				t.Errorf("failed sample error %q does not say it expired and how to go on", e)
-			}
+	_, opts, sum, ls, failedLabels := expiringBatches(t, 0.3)
+	failed := len(failedLabels)
+	for _, l := range failedLabels {
+		if e := l.Samples[0].Error; !strings.Contains(e, "batch_expired") || !strings.Contains(e, "--resume") {
+			t.Errorf("failed sample error %q does not say it expired and how to go on", e)
 		}
 	}
 	if failed <= 20 || sum.Counts.Output.Failed != failed || len(ls) != 80 {

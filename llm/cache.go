@@ -66,21 +66,10 @@ func CacheKey(baseURL, model string, extra json.RawMessage, req Request) string 
 		Seed:        req.Seed,
 	}
 	if len(extra) > 0 {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, extra); err == nil {
-			k.Extra = compact.Bytes()
-		}
+		k.Extra = keyJSON(extra)
 	}
 	if req.Schema != nil {
-		s := &keySchema{Name: req.Schema.Name, Schema: req.Schema.Schema}
-		var compact bytes.Buffer
-		if json.Compact(&compact, req.Schema.Schema) == nil {
-			s.Schema = compact.Bytes()
-		} else {
-			// Not JSON: key on the bytes as a string.
-			s.Schema, _ = json.Marshal(string(req.Schema.Schema))
-		}
-		k.Schema = s
+		k.Schema = &keySchema{Name: req.Schema.Name, Schema: keyJSON(req.Schema.Schema)}
 	}
 	b, err := json.Marshal(k)
 	if err != nil {
@@ -128,6 +117,17 @@ func Cache(next Chatter, opts CacheOptions) (Chatter, error) {
 type cache struct {
 	next Chatter
 	opts CacheOptions
+}
+
+// keyJSON is raw compacted, for a key that spacing does not change; raw
+// that is not JSON is keyed on its bytes, as a string.
+func keyJSON(raw json.RawMessage) json.RawMessage {
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) == nil {
+		return compact.Bytes()
+	}
+	b, _ := json.Marshal(string(raw))
+	return b
 }
 
 func (c *cache) path(key string) string {
