@@ -122,6 +122,8 @@ func TestParseAnswer(t *testing.T) {
 		{name: "string verdict", text: `{"sufficient": "true", "gap_items": []}`, contradiction: NonBooleanSufficient, wantErr: true},
 		{name: "number verdict", text: `{"sufficient": 1}`, contradiction: NonBooleanSufficient, wantErr: true},
 		{name: "no verdict", text: `{"gap_items": []}`, wantErr: true},
+		{name: "raw newline in a string", text: "{\"sufficient\": false, \"gap_items\": [{\"category\": \"attribute\", \"target\": \"A\", \"slot\": \"b\", \"description\": \"the\nplace\"}]}",
+			want: data.Verdict{GapItems: []data.GapItem{{Category: "attribute", Target: "A", Slot: "b", Description: "the\nplace"}}}},
 		{name: "no JSON", text: `The evidence is sufficient.`, wantErr: true},
 		{name: "truncated JSON", text: `{"sufficient": false, "gap_items": [{"category": "attr`, wantErr: true},
 		{name: "gap item not an object", text: `{"sufficient": false, "gap_items": ["x"]}`, wantErr: true},

@@ -40,23 +40,87 @@ var errNoJSON = errors.New("the reply contains no JSON object")
 // ExtractJSON returns the first JSON object in text: text itself when it is
 // one (surrounding white space aside), else the first balanced, valid
 // object that starts at a "{" of text, which finds objects inside code
-// fences or prose. It reports false when there is none. The result is
-// always a substring of text.
+// fences or prose. It reports false when there is none.
+//
+// When no object is valid as written, it looks again with the control
+// characters inside strings escaped (a raw newline in a string becomes
+// \n): small models write them, and some servers' grammars let them
+// through. The result is a substring of text, or of text with those
+// characters escaped.
 func ExtractJSON(text string) (string, bool) {
+	if obj, ok := firstObject(text, false); ok {
+		return obj, true
+	}
+	return firstObject(text, true)
+}
+
+// firstObject returns the first valid JSON object that starts at a "{" of
+// text; with escape, each candidate is read with the control characters
+// inside its strings escaped.
+func firstObject(text string, escape bool) (string, bool) {
+	if escape && !hasControl(text) {
+		return "", false
+	}
 	for i := 0; i < len(text); {
 		j := strings.IndexByte(text[i:], '{')
 		if j < 0 {
 			break
 		}
 		i += j
+		candidate := text[i:]
+		if escape {
+			candidate = escapeControls(candidate)
+		}
 		var raw json.RawMessage
-		if err := json.NewDecoder(strings.NewReader(text[i:])).Decode(&raw); err == nil {
-			// The decoder reads exactly one value, starting at text[i].
-			return text[i : i+len(raw)], true
+		if err := json.NewDecoder(strings.NewReader(candidate)).Decode(&raw); err == nil {
+			// The decoder reads exactly one value, starting at candidate[0].
+			return candidate[:len(raw)], true
 		}
 		i++
 	}
 	return "", false
+}
+
+func hasControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 }) >= 0
+}
+
+// escapeControls escapes the control characters inside the JSON strings of
+// s, which starts outside a string; the rest of s is kept as it is.
+func escapeControls(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case !inString:
+			inString = c == '"'
+		case escaped:
+			escaped = false
+		case c == '\\':
+			escaped = true
+		case c == '"':
+			inString = false
+		case c < 0x20:
+			b.WriteString(controlEscape(c))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func controlEscape(c byte) string {
+	switch c {
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	return fmt.Sprintf(`\u%04x`, c)
 }
 
 // DecodeJSON asks c and decodes the JSON object of the answer into v, a

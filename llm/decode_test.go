@@ -25,6 +25,11 @@ func TestExtractJSON(t *testing.T) {
 		{"invalid braces first", `Use {x} here. {"a": {"b": 2}}`, `{"a": {"b": 2}}`, true},
 		{"first of two", `{"a":1} {"b":2}`, `{"a":1}`, true},
 		{"nested start", `{ oops {"a":1}`, `{"a":1}`, true},
+		{"raw newline in a string", "{\"d\": \"two\nlines\tand\x01\"}", `{"d": "two\nlines\tand\u0001"}`, true},
+		{"raw newline between members", "{\"a\": 1,\n\"b\": \"x\"}", "{\"a\": 1,\n\"b\": \"x\"}", true},
+		{"escaped quote before a raw newline", "Here: {\"d\": \"say \\\"hi\\\"\nthen\"}", `{"d": "say \"hi\"\nthen"}`, true},
+		{"valid object before one with a raw newline", "{\"a\": 1} {\"b\": \"x\ny\"}", `{"a": 1}`, true},
+		{"raw newline, unbalanced", "{\"d\": \"x\ny\"", "", false},
 		{"unbalanced", `{"a": 1`, "", false},
 		{"array only", `[1, 2]`, "", false},
 		{"nothing", `I cannot answer.`, "", false},
@@ -51,6 +56,8 @@ func FuzzExtractJSON(f *testing.F) {
 		`{"a": 1`,
 		"\xff{\"\xfe\":1}",
 		`[{"a":1}]`,
+		"{\"a\": \"x\ny\"}",
+		"x {\"a\": \"\\\"\n\"} {\"b\": 1}",
 	} {
 		f.Add(s)
 	}
@@ -62,8 +69,20 @@ func FuzzExtractJSON(f *testing.F) {
 			}
 			return
 		}
-		if !strings.Contains(in, got) {
-			t.Fatalf("result %q is not a substring of the input", got)
+		escaped := !strings.Contains(in, got)
+		if escaped {
+			// Found with the control characters in strings escaped: only
+			// when nothing was found as written.
+			if _, ok := firstObject(in, false); ok {
+				t.Fatalf("result %q escaped although the input holds an object as written", got)
+			}
+			found := false
+			for k := strings.IndexByte(in, '{'); k >= 0 && !found; k = nextBrace(in, k) {
+				found = strings.HasPrefix(escapeControls(in[k:]), got)
+			}
+			if !found {
+				t.Fatalf("result %q is neither a substring of the input nor of it escaped", got)
+			}
 		}
 		if !strings.HasPrefix(got, "{") || !strings.HasSuffix(got, "}") {
 			t.Fatalf("result %q is not an object", got)
@@ -75,12 +94,24 @@ func FuzzExtractJSON(f *testing.F) {
 		if err := json.Unmarshal([]byte(got), &m); err != nil {
 			t.Fatalf("result %q does not decode as an object: %v", got, err)
 		}
+		if escaped {
+			return
+		}
 		// Nothing earlier in the input starts a valid object.
 		prefix := in[:strings.Index(in, got)]
-		if _, ok := ExtractJSON(prefix); ok && strings.Count(in, got) == 1 {
+		if _, ok := firstObject(prefix, false); ok && strings.Count(in, got) == 1 {
 			t.Fatalf("an object in %q comes before %q", prefix, got)
 		}
 	})
+}
+
+// nextBrace returns the index of the first "{" of s after k, or -1.
+func nextBrace(s string, k int) int {
+	j := strings.IndexByte(s[k+1:], '{')
+	if j < 0 {
+		return -1
+	}
+	return k + 1 + j
 }
 
 type gap struct {
