@@ -34,8 +34,9 @@
 //     and to train for the rest, so that all states of a question are on
 //     one side and the split depends only on the set of ids and the seed.
 //  8. balance (only with Balance): rows of the majority class of train,
-//     chosen at random with the seed, are dropped until both classes have
-//     the minority's size. Val keeps its natural distribution.
+//     chosen at random with the seed, are dropped until the majority has
+//     at most BalanceRatio (default 1) times the minority's size. Val keeps
+//     its natural distribution.
 //
 // # Data flow
 //

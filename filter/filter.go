@@ -81,9 +81,14 @@ type Options struct {
 	// normalisation does.
 	DropSelfContradictory bool
 	// Balance downsamples the majority class (sufficient or insufficient)
-	// of train to the size of the minority class, choosing the rows at
-	// random (seeded); val keeps its natural distribution.
+	// of train to BalanceRatio times the size of the minority class,
+	// choosing the rows at random (seeded); val keeps its natural
+	// distribution.
 	Balance bool
+	// BalanceRatio is the most rows of the majority class that Balance
+	// keeps per row of the minority class; 0 means 1 (as many). It must
+	// be at least 1.
+	BalanceRatio float64
 	// ValFraction is the share of questions whose rows go to val; 0 means
 	// DefaultValFraction, negative means no val. It must be below 1.
 	ValFraction float64
@@ -116,6 +121,11 @@ func (o Options) settings() (settings, error) {
 		return s, fmt.Errorf("min agreement %v is not at most 1", o.MinAgreement)
 	case math.IsNaN(o.ValFraction) || o.ValFraction >= 1:
 		return s, fmt.Errorf("val fraction %v is not below 1", o.ValFraction)
+	case o.BalanceRatio != 0 && !(o.BalanceRatio >= 1 && o.BalanceRatio <= math.MaxInt32):
+		return s, fmt.Errorf("balance ratio %v is not at least 1", o.BalanceRatio)
+	}
+	if s.BalanceRatio == 0 {
+		s.BalanceRatio = 1
 	}
 	if s.valFraction == 0 {
 		s.valFraction = DefaultValFraction
@@ -190,6 +200,9 @@ func filterInto(ctx context.Context, s settings) (Summary, error) {
 		MinAgreement: minAgreement, MinAgreementDefault: isDefault, MaxSamples: sc.maxSamples,
 		KeepEmptyGaps: s.KeepEmptyGaps, DropSelfContradictory: s.DropSelfContradictory,
 		Balance: s.Balance, ValFraction: s.valFraction, Seed: s.seed,
+	}
+	if s.Balance {
+		sum.Options.BalanceRatio = s.BalanceRatio
 	}
 	rs := rules{minAgreement: minAgreement, dropSelfContradictory: s.DropSelfContradictory, keepEmptyGaps: s.KeepEmptyGaps}
 	s.log.Info("filter: read labels", "files", s.In, "rows", len(sc.rows), "questions", len(sc.qids),
@@ -380,6 +393,7 @@ type decisions struct {
 type balance struct {
 	majoritySufficient bool
 	majority, minority int
+	kept               int // rows of the majority class kept
 }
 
 // plan applies rules 1 to 6 to every row, splits the questions of the rows
@@ -408,7 +422,7 @@ func plan(sc *scanned, rs rules, s settings) decisions {
 	}
 
 	if s.Balance {
-		p.balance(sc, s.seed)
+		p.balance(sc, s.BalanceRatio, s.seed)
 	}
 	return p
 }
@@ -423,10 +437,10 @@ func valQuestions(frac float64, n int) int {
 }
 
 // balance drops rows of the majority class of train, chosen at random, so
-// that both classes have the size of the minority. Rows are shuffled in
-// the order of their states, so that the choice does not depend on the
-// order of the input.
-func (p *decisions) balance(sc *scanned, seed int64) {
+// that it keeps at most ratio times the size of the minority. Rows are
+// shuffled in the order of their states, so that the choice does not
+// depend on the order of the input.
+func (p *decisions) balance(sc *scanned, ratio float64, seed int64) {
 	var suff, insuff []int
 	for i, f := range sc.rows {
 		if p.rule[i] != ruleNone || p.val[f.q] {
@@ -445,13 +459,14 @@ func (p *decisions) balance(sc *scanned, seed int64) {
 		p.bal.majoritySufficient = false
 	}
 	p.bal.majority, p.bal.minority = len(major), len(minor)
+	p.bal.kept = min(len(major), int(math.Round(ratio*float64(len(minor)))))
 	slices.SortFunc(major, func(a, b int) int {
 		fa, fb := sc.rows[a], sc.rows[b]
 		return cmp.Or(cmp.Compare(fa.q, fb.q), cmp.Compare(fa.round, fb.round))
 	})
 	r := rand.New(rand.NewPCG(uint64(seed), streamBalance))
 	r.Shuffle(len(major), func(i, j int) { major[i], major[j] = major[j], major[i] })
-	for _, i := range major[:len(major)-len(minor)] {
+	for _, i := range major[:len(major)-p.bal.kept] {
 		p.rule[i] = ruleBalance
 	}
 }

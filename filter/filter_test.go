@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,6 +345,35 @@ func TestBalanceMajorityInsufficient(t *testing.T) {
 	sum, _ := run(t, rows, Options{Balance: true, ValFraction: -1})
 	if diff := cmp.Diff(ClassCounts{Sufficient: 1, Insufficient: 1}, sum.Classes.Train); diff != "" {
 		t.Errorf("train classes (-want +got):\n%s", diff)
+	}
+}
+
+func TestBalanceRatio(t *testing.T) {
+	// 2 sufficient and 7 insufficient rows, each of its own question.
+	rows := []data.Label{lbl("s1", 0), lbl("s2", 0)}
+	for i := range 7 {
+		rows = append(rows, lbl(fmt.Sprintf("i%d", i), 0, insufficient(gap("other", "x", "y"))))
+	}
+	for _, tt := range []struct {
+		ratio float64
+		want  int64 // insufficient rows kept
+	}{{0, 2}, {1, 2}, {1.5, 3}, {1.75, 4}, {3, 6}, {10, 7}} {
+		sum, out := run(t, rows, Options{Balance: true, BalanceRatio: tt.ratio, ValFraction: -1})
+		if diff := cmp.Diff(ClassCounts{Sufficient: 2, Insufficient: tt.want}, sum.Classes.Train); diff != "" {
+			t.Errorf("ratio %v: train classes (-want +got):\n%s", tt.ratio, diff)
+		}
+		if got := int64(len(out.dropped)); got != 7-tt.want {
+			t.Errorf("ratio %v: %d rows dropped, want %d", tt.ratio, got, 7-tt.want)
+		}
+		wantRatio := max(tt.ratio, 1)
+		if sum.Options.BalanceRatio != wantRatio {
+			t.Errorf("ratio %v: summary records %v", tt.ratio, sum.Options.BalanceRatio)
+		}
+	}
+	for _, bad := range []float64{0.5, -1, math.NaN(), math.Inf(1)} {
+		if _, err := Run(context.Background(), Options{In: []string{"x"}, Out: t.TempDir(), Balance: true, BalanceRatio: bad}); err == nil || !strings.Contains(err.Error(), "balance ratio") {
+			t.Errorf("ratio %v: err %v, want a balance ratio error", bad, err)
+		}
 	}
 }
 

@@ -187,7 +187,7 @@ func (rs rules) reason(r rule, l *data.Label, bal balance) string {
 	case ruleBalance:
 		return fmt.Sprintf("train had %d %s and %d %s rows; %s rows downsampled to %d",
 			bal.majority, className(bal.majoritySufficient), bal.minority, className(!bal.majoritySufficient),
-			className(bal.majoritySufficient), bal.minority)
+			className(bal.majoritySufficient), bal.kept)
 	}
 	return ""
 }

@@ -51,6 +51,7 @@ type UsedOptions struct {
 	KeepEmptyGaps         bool    `json:"keep_empty_gaps"`
 	DropSelfContradictory bool    `json:"drop_self_contradictory"`
 	Balance               bool    `json:"balance"`
+	BalanceRatio          float64 `json:"balance_ratio,omitempty"`
 	ValFraction           float64 `json:"val_fraction"`
 	Seed                  int64   `json:"seed"`
 }
@@ -248,6 +249,9 @@ func WriteTable(w io.Writer, s Summary) error {
 	}
 	p("min agreement\t%.2f (%s)", o.MinAgreement, how)
 	p("val fraction\t%.2f of questions, seed %d", o.ValFraction, o.Seed)
+	if o.Balance {
+		p("balance\ttrain's majority class cut to at most %.4g times its minority's size", o.BalanceRatio)
+	}
 	p("rows\t%d in = %d train + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Val, s.Rows.Dropped)
 	p("")
 

@@ -26,7 +26,8 @@ first rule that drops a row records its name and a reason in OUT/dropped.parquet
   contradicts-strong-positive  insufficient, yet >= 70% of gold titles and the answer are there
   contradicts-strong-negative  sufficient, yet <= 10% of gold titles and no answer are there
   empty-gaps                   insufficient with no gap item (unless --keep-empty-gaps)
-  balance                      train's majority class cut to the minority's size (--balance)
+  balance                      train's majority class cut to the minority's size (--balance),
+                               or to --balance-ratio times it
 Kept verdicts are normalised (categories mapped to the five of the method, repeated gap
 items removed, an empty target set to "Answer") and split by question, so that no
 question has states on both sides: --val-fraction of the questions, chosen with --seed,
@@ -39,7 +40,8 @@ categories, the agreement histogram and how the teacher agrees with retrieval tr
 			&cli.Float64Flag{Name: "min-agreement", Value: -1, Usage: "drop labels whose samples agree less than this (default: 1.0 when the teacher was sampled more than once, else none)", DefaultText: "auto"},
 			&cli.BoolFlag{Name: "keep-empty-gaps", Usage: "keep insufficient labels that name no gap item"},
 			&cli.BoolFlag{Name: "drop-self-contradictory", Usage: "drop labels with a sample that contradicted itself"},
-			&cli.BoolFlag{Name: "balance", Usage: "cut train's majority class to the size of its minority class"},
+			&cli.BoolFlag{Name: "balance", Usage: "cut train's majority class to the size of its minority class (times --balance-ratio)"},
+			&cli.Float64Flag{Name: "balance-ratio", Usage: "balance train, keeping at most this many rows of the majority class per row of the minority (at least 1; implies --balance)", Value: 1},
 			&cli.Float64Flag{Name: "val-fraction", Value: filter.DefaultValFraction, Usage: "share of the questions that go to validation (0: none)"},
 			&cli.Int64Flag{Name: "seed", Value: filter.DefaultSeed, Usage: "seed of the split and of balancing"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace the outputs already in --out"},
@@ -83,7 +85,8 @@ func filterAction(c *cli.Context) error {
 		MinAgreement:          minAgreement,
 		KeepEmptyGaps:         c.Bool("keep-empty-gaps"),
 		DropSelfContradictory: c.Bool("drop-self-contradictory"),
-		Balance:               c.Bool("balance"),
+		Balance:               c.Bool("balance") || c.IsSet("balance-ratio"),
+		BalanceRatio:          c.Float64("balance-ratio"),
 		ValFraction:           valFraction,
 		Seed:                  c.Int64("seed"),
 		Overwrite:             c.Bool("overwrite"),
