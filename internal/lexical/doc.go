@@ -4,7 +4,7 @@
 // (package rollout).
 //
 // Text is read as words carrying the index terms of the BM25 analyzer
-// (bm25.Normalize), so that the built-in roles match words the way
+// (internal/analysis), so that the built-in roles match words the way
 // retrieval does. A question becomes its names, its answer type and its
 // content words; evidence sentences are placed on the question's chain of
 // documents (the blocks about its names, then those whose titles they

@@ -6,13 +6,13 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/distill-rag/distill/retrieve/bm25"
+	"github.com/distill-rag/distill/internal/analysis"
 )
 
 // The analysis sees text as words: runs of letters and digits, joined
 // across an apostrophe or a period between two word characters ("don't",
 // "U.S", "3.14") and across a comma between digits ("1,000"). Each word has
-// the index term the BM25 analyzer gives it (bm25.Normalize: lower case,
+// the index term the BM25 analyzer gives it (analysis.Normalize: lower case,
 // possessive removed, Lucene English stop words dropped, Snowball stem), so
 // that the built-in roles match words the way retrieval does. Hyphens split
 // words.
@@ -143,7 +143,7 @@ func (lx *lexer) analyse(s string) wordInfo {
 		clear(lx.info)
 	}
 	_, function := functionWords[string(b)]
-	info := wordInfo{stem: bm25.Normalize(b), function: function}
+	info := wordInfo{stem: analysis.Normalize(b), function: function}
 	lx.info[string(b)] = info
 	return info
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
@@ -44,69 +45,6 @@ func TestConformance(t *testing.T) {
 	retrievetest.Run(t, func(t *testing.T, corpus []data.Passage) retrieve.Retriever {
 		return buildAndOpen(t, corpus, BuildOptions{})
 	})
-}
-
-func TestAnalyzer(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"", nil},
-		{"The cat and the hat", []string{"cat", "hat"}},
-		{"Running runs quickly", []string{"run", "run", "quick"}},
-		{"John's book", []string{"john", "book"}},
-		// Curly apostrophes stay as they are, as in Lucene.
-		{"O’Neil’s car", []string{"o’neil", "car"}},
-		{"Qal‘eh", []string{"qal‘eh"}},
-		// Word-break rules of Unicode that StandardTokenizer follows.
-		{"a:b 1:2 x.1 5'9 5’9 x;b 1;2", []string{"a:b", "1", "2", "x", "1", "5'9", "5’9", "x", "b", "1;2"}},
-		{"__init__ _ x_", []string{"__init__", "x_"}},
-		{"x² Ⅻ", []string{"x", "ⅻ"}},
-		// Format and combining characters stay inside a token, never start one.
-		{"ab\u200ecd ab\u200dcd \u0650hussein", []string{"ab\u200ecd", "ab\u200dcd", "hussein"}},
-		// Emoji and other pictographs are tokens, a ZWJ sequence one token.
-		{"♭ ©x 👩\u200d🚀!", []string{"♭", "©", "x", "👩\u200d🚀"}},
-		{"don't stop", []string{"don't", "stop"}},
-		{"pi is 3.14, not 3,14 or 1,000", []string{"pi", "3.14", "3,14", "1,000"}},
-		{"end.Start", []string{"end.start"}},
-		{"end. Start", []string{"end", "start"}},
-		{"well-known foo_bar", []string{"well", "known", "foo_bar"}},
-		// Accents are kept, as Lucene's EnglishAnalyzer keeps them.
-		{"Café naïve ÉCOLE", []string{"café", "naïv", "école"}},
-		{"東京 tower", []string{"東", "京", "tower"}},
-		{"(parenthesis) [bracket] \"quote\"", []string{"parenthesi", "bracket", "quot"}},
-		{"ALL CAPS Words", []string{"all", "cap", "word"}},
-		{"it's", []string{}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.in, func(t *testing.T) {
-			var a Analyzer
-			got := a.Terms(tc.in)
-			if len(got) == 0 && len(tc.want) == 0 {
-				return
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("Terms(%q) (-want +got):\n%s", tc.in, diff)
-			}
-		})
-	}
-}
-
-func TestLongTokenIsCut(t *testing.T) {
-	var a Analyzer
-	var lens []int
-	a.Each(stringsRepeat("x", 600), func(tok []byte) { lens = append(lens, len(tok)) })
-	if diff := cmp.Diff([]int{255, 255, 90}, lens); diff != "" {
-		t.Errorf("token lengths (-want +got):\n%s", diff)
-	}
-}
-
-func stringsRepeat(s string, n int) string {
-	b := make([]byte, 0, n*len(s))
-	for range n {
-		b = append(b, s...)
-	}
-	return string(b)
 }
 
 // TestScoresByHand checks scores against values worked out by hand (with a
@@ -164,7 +102,7 @@ type reference struct {
 
 func newReference(ps []data.Passage) *reference {
 	r := &reference{df: map[string]int{}}
-	var a Analyzer
+	var a analysis.Analyzer
 	total := 0
 	for _, p := range ps {
 		tf := map[string]int{}
@@ -184,7 +122,7 @@ func newReference(ps []data.Passage) *reference {
 }
 
 func (r *reference) top(query string, k int) []int {
-	var a Analyzer
+	var a analysis.Analyzer
 	n := float64(len(r.docs))
 	scores := make([]float64, len(r.docs))
 	for _, t := range a.Terms(query) {
@@ -254,7 +192,7 @@ func TestMatchesTextbookBM25(t *testing.T) {
 }
 
 func (r *reference) scoreOf(query string, d int) float64 {
-	var a Analyzer
+	var a analysis.Analyzer
 	n := float64(len(r.docs))
 	s := 0.0
 	for _, t := range a.Terms(query) {

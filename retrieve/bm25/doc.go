@@ -3,7 +3,7 @@
 // no server to run.
 //
 // Build reads a Source (a corpus reader) and analyses title + " " + text
-// of every passage as Lucene's EnglishAnalyzer does (see Analyzer), on
+// of every passage as Lucene's EnglishAnalyzer does (see internal/analysis), on
 // all cores, then writes an index directory: meta.json (what was indexed
 // and how, with Format), index.bin (terms, postings, document lengths, ids
 // and titles, laid out to be used in place) and docs.bin (the passages,

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/analysis"
 )
 
 // A build runs as a pipeline. One goroutine reads the Source in batches;
@@ -120,7 +121,7 @@ func (d *dictionary) snapshot() []string {
 
 // analyser is one worker's state.
 type analyser struct {
-	an   Analyzer
+	an   analysis.Analyzer
 	dict *dictionary
 	// tokens maps an analysed token (before stop words and stemming) to its
 	// dictionary number, or -1 for a stop word, so that each distinct token
@@ -143,7 +144,7 @@ func (a *analyser) term(tok []byte) int32 {
 		return t
 	}
 	t := int32(-1)
-	if stem := Normalize(tok); stem != "" {
+	if stem := analysis.Normalize(tok); stem != "" {
 		t = a.dict.number(stem)
 		if need := int(t) + 1; need > len(a.seen) {
 			grow := max(need, 2*len(a.seen))

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/retrieve"
 )
 
@@ -15,7 +16,7 @@ import (
 // reads, with no random access into corpus-sized arrays but the length
 // norm of the documents it scores.
 type searcher struct {
-	an      Analyzer
+	an      analysis.Analyzer
 	terms   []queryTerm
 	rests   []float32
 	wb      []float32 // each term's bound in the current window
@@ -139,7 +140,7 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 		s.tokTerm = make(map[string]int32, 256)
 	}
 	t := int32(-1)
-	if stem := Normalize(tok); stem != "" {
+	if stem := analysis.Normalize(tok); stem != "" {
 		t = int32(x.term(stem))
 	}
 	s.tokTerm[string(tok)] = t

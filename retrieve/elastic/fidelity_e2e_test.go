@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/bm25/bm25test"
@@ -186,7 +187,7 @@ func TestAnalyzerAgreesWithNode(t *testing.T) {
 	sets := opensearchtest.Datasets(t)
 	cfg := nodeConfig(n, "analyzer")
 	load(t, cfg, sets[0].Corpus[:1], elastic.LoadOptions{})
-	var an bm25.Analyzer
+	var an analysis.Analyzer
 	differ, total := 0, 0
 	onlyDistill, onlyNode := map[string]int{}, map[string]int{}
 	for _, ds := range sets {

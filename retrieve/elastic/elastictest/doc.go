@@ -33,7 +33,7 @@
 // (without the (k1+1) factor, as Lucene 8 and later) using the k1 and b of
 // the field's similarity in the index settings, with exact field lengths
 // rather than Lucene's one-byte norms, and analyse every text field with
-// distill's English analyzer (bm25.Analyzer) whatever analyzer the
+// distill's English analyzer (analysis.Analyzer) whatever analyzer the
 // mapping names. kNN search is exact. Ties come in index order, as in a
 // one-shard Lucene index. The server answers bulk requests in full and
 // ignores filter_path, which only trims answers.

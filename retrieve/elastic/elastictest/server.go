@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/internal/testkit"
-	"github.com/distill-rag/distill/retrieve/bm25"
 )
 
 // Flavours the server can play.
@@ -123,7 +123,7 @@ type Server struct {
 	requests []Request
 	indices  map[string]*index
 	rejected map[string]int // index operations rejected so far, by doc id
-	an       bm25.Analyzer
+	an       analysis.Analyzer
 }
 
 // NewServer starts a server on a loopback port.
