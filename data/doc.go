@@ -6,9 +6,10 @@
 // Data flows in one direction. A dataset arrives in its own layout:
 // questions as HotpotQA, 2WikiMultiHopQA, MuSiQue or FlashRAG files
 // (OpenQuestions), corpora as JSONL, FlashRAG, BEIR, JSON lists, or a
-// title-to-sentences map (OpenCorpus). Import reads both, streaming one
-// record at a time, and writes questions.parquet (rows of Question) and
-// corpus.parquet (rows of Passage). When a dataset has no separate corpus
+// title-to-sentences map (OpenCorpus). dataset.Import (package
+// data/dataset, which owns the output directory) reads both, streaming one
+// record at a time, and writes QuestionsFile (rows of Question) and
+// CorpusFile (rows of Passage). When a dataset has no separate corpus
 // its questions' context paragraphs become the corpus, each with the id
 // DocID(title, text). Every later stage (rollout, label, filter, finetune,
 // eval) reads and writes parquet with CreateParquet, OpenParquet and

@@ -23,6 +23,13 @@ const (
 	KindCorpus    Kind = "corpus"
 )
 
+// The files of a dataset directory (what dataset.Import writes, what
+// rollout and index read).
+const (
+	QuestionsFile = "questions.parquet"
+	CorpusFile    = "corpus.parquet"
+)
+
 // Parquet key/value metadata keys, and the version of the layout written.
 const (
 	metaKind          = "distill.kind"
@@ -188,6 +195,9 @@ func (w *ParquetWriter[T]) Flush() error {
 
 // Rows returns the number of rows written so far.
 func (w *ParquetWriter[T]) Rows() int64 { return w.rows }
+
+// Path returns the path of the file the writer makes.
+func (w *ParquetWriter[T]) Path() string { return w.path }
 
 // Close finishes the file, syncs it to disk and renames it into place. A
 // failed Close leaves nothing behind. Close after Close does nothing; Close

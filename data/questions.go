@@ -177,6 +177,10 @@ func OpenQuestions(path string, format QuestionFormat, opts ...QuestionOption) (
 	return r, nil
 }
 
+// Last returns where the record that Next returned last starts: its
+// 1-based line and its 0-based index in the file.
+func (r *QuestionReader) Last() (line, index int) { return r.last.Line, r.last.Index }
+
 // Next returns the next question; see QuestionReader for what its errors mean.
 func (r *QuestionReader) Next() (Example, error) {
 	rec, err := r.stream.next()

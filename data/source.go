@@ -2,15 +2,11 @@ package data
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
-
-	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // DetectCorpusFormat guesses the layout of a corpus file from its name and
@@ -124,42 +120,6 @@ func (s *SkipBad) Next() (Passage, error) {
 			s.OnBad(re)
 		}
 	}
-}
-
-// WriteDataset writes questions and passages as dir/questions.parquet and
-// dir/corpus.parquet (the layout Import writes), each atomically. dir
-// follows the rule of every output directory (see Import): empty or
-// absent unless overwrite is set, one writer at a time, nothing left
-// behind by a failure.
-func WriteDataset(ctx context.Context, dir string, questions []Question, passages []Passage, overwrite bool) error {
-	mode := outdir.New
-	if overwrite {
-		mode = outdir.Overwrite
-	}
-	err := outdir.Write(ctx, dir, mode, func(*outdir.Dir) error {
-		if err := writeAll(filepath.Join(dir, CorpusFile), KindCorpus, passages); err != nil {
-			return err
-		}
-		return writeAll(filepath.Join(dir, QuestionsFile), KindQuestions, questions)
-	})
-	if err != nil {
-		return fmt.Errorf("write dataset: %w", err)
-	}
-	return nil
-}
-
-func writeAll[T any](path string, kind Kind, rows []T) error {
-	w, err := CreateParquet[T](path, kind)
-	if err != nil {
-		return err
-	}
-	for start := 0; start < len(rows); start += passageBatch {
-		if err := w.Write(rows[start:min(start+passageBatch, len(rows))]); err != nil {
-			w.Abort()
-			return err
-		}
-	}
-	return w.Close()
 }
 
 // ReadWithContext reads a whole question file into memory with the corpus

@@ -1,16 +1,11 @@
 package data
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
-
-	"github.com/distill-rag/distill/internal/outdir"
 )
 
 func TestDetectCorpusFormat(t *testing.T) {
@@ -81,43 +76,6 @@ not json
 	}
 	if s.Skipped != 2 {
 		t.Errorf("got Skipped=%d, want 2", s.Skipped)
-	}
-}
-
-func TestWriteDataset(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ds")
-	qs := []Question{{ID: "q1", Text: "Who?", Answers: []string{"Ann"}, GoldTitles: []string{"A"}, Dataset: "x"}}
-	ps := []Passage{{ID: "p1", Title: "A", Text: "Ann did.", Sentences: []string{"Ann did."}}, {ID: "p2", Title: "B", Text: "Bob."}}
-	if err := WriteDataset(t.Context(), dir, qs, ps, false); err != nil {
-		t.Fatal(err)
-	}
-	// Written once: the directory is not empty any more.
-	if err := WriteDataset(t.Context(), dir, qs[:0], ps, false); !errors.Is(err, outdir.ErrNotEmpty) {
-		t.Errorf("second write: got %v, want ErrNotEmpty", err)
-	}
-	gotQ, err := ReadParquet[Question](filepath.Join(dir, QuestionsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotP, err := ReadParquet[Passage](filepath.Join(dir, CorpusFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(qs, gotQ, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("questions (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(ps, gotP, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("passages (-want +got):\n%s", diff)
-	}
-	src := NewPassageSlice(ps)
-	for i := range ps {
-		p, err := src.Next()
-		if err != nil || p.ID != ps[i].ID {
-			t.Fatalf("PassageSlice.Next() = %v, %v; want %s", p.ID, err, ps[i].ID)
-		}
-	}
-	if _, err := src.Next(); err != io.EOF {
-		t.Errorf("after the last passage: got %v, want io.EOF", err)
 	}
 }
 

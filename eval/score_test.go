@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/dataset"
 )
 
 // writeFile writes content to name in a new temporary directory.
@@ -76,7 +77,7 @@ func TestScore(t *testing.T) {
 func TestScoreParquetQuestions(t *testing.T) {
 	dir := t.TempDir()
 	qs := []data.Question{{ID: "x", Text: "?", Answers: []string{"blue"}}, {ID: "y", Text: "?", Answers: []string{"red"}}}
-	if err := data.WriteDataset(context.Background(), dir, qs, []data.Passage{{ID: "p", Title: "t", Text: "x"}}, false); err != nil {
+	if err := dataset.Write(context.Background(), dir, qs, []data.Passage{{ID: "p", Title: "t", Text: "x"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	predictions := writeFile(t, "p.jsonl", `{"id": "x", "prediction": "Blue"}`+"\n")

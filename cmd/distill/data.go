@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/dataset"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/outdir"
 )
@@ -83,7 +84,7 @@ instead of a file.`,
 					return usageErrorf("data import: give --in or --dataset, not both")
 				}
 				w := synth.Sample()
-				if err := data.WriteDataset(c.Context, out, w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
+				if err := dataset.Write(c.Context, out, w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
 					return outNotEmpty("data import", err)
 				}
 				return printCounts(c.App.Writer, [][2]any{
@@ -100,7 +101,7 @@ instead of a file.`,
 			if err != nil {
 				return usageErrorf("data import: %w", err)
 			}
-			opts := data.ImportOptions{
+			opts := dataset.ImportOptions{
 				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
 				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c), Overwrite: c.Bool("overwrite"),
 			}
@@ -109,7 +110,7 @@ instead of a file.`,
 					return err
 				}
 			}
-			res, err := data.Import(c.Context, opts)
+			res, err := dataset.Import(c.Context, opts)
 			if err != nil {
 				return outNotEmpty("data import", err)
 			}
@@ -159,7 +160,7 @@ func dataSynthCommand() *cli.Command {
 			if err != nil {
 				return usageErrorf("data synth: %w", err)
 			}
-			if err := data.WriteDataset(c.Context, c.Path("out"), w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
+			if err := dataset.Write(c.Context, c.Path("out"), w.Questions, w.Passages, c.Bool("overwrite")); err != nil {
 				return outNotEmpty("data synth", err)
 			}
 			return printCounts(c.App.Writer, [][2]any{

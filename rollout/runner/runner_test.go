@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/dataset"
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/internal/testkit"
@@ -502,7 +503,7 @@ func TestRunBadInputLeavesNothing(t *testing.T) {
 func TestQuestionsFile(t *testing.T) {
 	dir := t.TempDir()
 	qs := makeQuestions(300, nil)
-	if err := data.WriteDataset(t.Context(), dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}, false); err != nil {
+	if err := dataset.Write(t.Context(), dir, qs, []data.Passage{{ID: "p", Title: "P", Text: "t"}}, false); err != nil {
 		t.Fatal(err)
 	}
 	var got []data.Question

@@ -1,23 +1,19 @@
-package data
+package dataset
 
 import (
 	"context"
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"github.com/distill-rag/distill/data"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/distill-rag/distill/internal/outdir"
-)
-
-// Names of the files Import writes in its output directory.
-const (
-	QuestionsFile = "questions.parquet"
-	CorpusFile    = "corpus.parquet"
 )
 
 // maxReportedErrors is how many bad records an ImportResult keeps for display.
@@ -34,11 +30,11 @@ const (
 type ImportOptions struct {
 	// In is the question file, in Format.
 	In     string
-	Format QuestionFormat
+	Format data.QuestionFormat
 	// Corpus, when set, is the corpus file, in CorpusFormat. When empty the
 	// corpus is the union of the questions' context paragraphs.
 	Corpus       string
-	CorpusFormat CorpusFormat
+	CorpusFormat data.CorpusFormat
 	// Out is the output directory; it is created if needed. It must be
 	// empty, or Overwrite set (outdir.ErrNotEmpty), and not in use by
 	// another writer (outdir.ErrBusy).
@@ -47,7 +43,7 @@ type ImportOptions struct {
 	// SkipBad makes Import count and report bad records and go on, instead
 	// of stopping at the first one.
 	SkipBad bool
-	// Dataset overrides the Dataset of the questions (see WithDataset).
+	// Dataset overrides the Dataset of the questions (see data.WithDataset).
 	Dataset string
 	// Logger receives progress and skipped records; nil discards them.
 	Logger *slog.Logger
@@ -67,9 +63,9 @@ type ImportResult struct {
 	// BadRecords counts the records skipped (questions and passages).
 	BadRecords int
 	// Errors holds the first bad records, for display.
-	Errors []*RecordError
+	Errors []*data.RecordError
 	// UnresolvedFacts counts supporting facts whose sentence index is
-	// outside their paragraph (kept, see ReadStats).
+	// outside their paragraph (kept, see data.ReadStats).
 	UnresolvedFacts int
 	// QuestionsWithAllGoldTitles counts the questions with at least one gold
 	// title whose gold titles are all titles of corpus passages;
@@ -118,10 +114,10 @@ type importer struct {
 	log  *slog.Logger
 	res  ImportResult
 
-	qw       *ParquetWriter[Question]
-	cw       *ParquetWriter[Passage]
-	qbatch   []Question
-	pbatch   []Passage
+	qw       *data.ParquetWriter[data.Question]
+	cw       *data.ParquetWriter[data.Passage]
+	qbatch   []data.Question
+	pbatch   []data.Passage
 	qids     map[string]struct{}
 	pids     map[[sha1.Size]byte]struct{}
 	gold     [][]string      // gold titles of each question written
@@ -137,10 +133,10 @@ func (im *importer) check() error {
 		return errors.New("no question file given")
 	case o.Out == "":
 		return errors.New("no output directory given")
-	case !slices.Contains(QuestionFormats(), o.Format):
-		return fmt.Errorf("unknown question format %q (valid: %s)", o.Format, joinNames(QuestionFormats()))
-	case o.Corpus != "" && !slices.Contains(CorpusFormats(), o.CorpusFormat):
-		return fmt.Errorf("unknown corpus format %q (valid: %s)", o.CorpusFormat, joinNames(CorpusFormats()))
+	case !slices.Contains(data.QuestionFormats(), o.Format):
+		return fmt.Errorf("unknown question format %q (valid: %s)", o.Format, joinNames(data.QuestionFormats()))
+	case o.Corpus != "" && !slices.Contains(data.CorpusFormats(), o.CorpusFormat):
+		return fmt.Errorf("unknown corpus format %q (valid: %s)", o.CorpusFormat, joinNames(data.CorpusFormats()))
 	}
 	// Missing inputs are told before the output directory is looked at.
 	for _, in := range []string{o.In, o.Corpus} {
@@ -157,16 +153,16 @@ func (im *importer) check() error {
 // run imports into the output directory that Import holds.
 func (im *importer) run(ctx context.Context) error {
 	o := im.opts
-	qopts := []QuestionOption{WithDataset(o.Dataset)}
+	qopts := []data.QuestionOption{data.WithDataset(o.Dataset)}
 	if o.Corpus != "" {
-		qopts = append(qopts, WithExternalCorpus())
+		qopts = append(qopts, data.WithExternalCorpus())
 	}
-	qr, err := OpenQuestions(o.In, o.Format, qopts...)
+	qr, err := data.OpenQuestions(o.In, o.Format, qopts...)
 	if err != nil {
 		return err
 	}
 	defer qr.Close()
-	im.qw, err = CreateParquet[Question](filepath.Join(o.Out, QuestionsFile), KindQuestions)
+	im.qw, err = data.CreateParquet[data.Question](filepath.Join(o.Out, data.QuestionsFile), data.KindQuestions)
 	if err != nil {
 		return err
 	}
@@ -210,7 +206,7 @@ func (im *importer) run(ctx context.Context) error {
 	return im.commit()
 }
 
-func (im *importer) questions(ctx context.Context, qr *QuestionReader) error {
+func (im *importer) questions(ctx context.Context, qr *data.QuestionReader) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -227,7 +223,8 @@ func (im *importer) questions(ctx context.Context, qr *QuestionReader) error {
 		}
 		q := ex.Question
 		if _, dup := im.qids[q.ID]; dup {
-			err := &RecordError{File: im.opts.In, Line: qr.last.Line, Index: qr.last.Index, Field: "id",
+			line, index := qr.Last()
+			err := &data.RecordError{File: im.opts.In, Line: line, Index: index, Field: "id",
 				Err: fmt.Errorf("question id %q repeats an earlier one", q.ID)}
 			if err := im.bad(err); err != nil {
 				return err
@@ -258,7 +255,7 @@ func (im *importer) questions(ctx context.Context, qr *QuestionReader) error {
 }
 
 func (im *importer) corpus(ctx context.Context) error {
-	cr, err := OpenCorpus(im.opts.Corpus, im.opts.CorpusFormat)
+	cr, err := data.OpenCorpus(im.opts.Corpus, im.opts.CorpusFormat)
 	if err != nil {
 		return err
 	}
@@ -285,7 +282,7 @@ func (im *importer) corpus(ctx context.Context) error {
 
 // bad skips a bad record under SkipBad and returns any other error.
 func (im *importer) bad(err error) error {
-	var recErr *RecordError
+	var recErr *data.RecordError
 	if !im.opts.SkipBad || !errors.As(err, &recErr) {
 		return err
 	}
@@ -297,7 +294,7 @@ func (im *importer) bad(err error) error {
 	return nil
 }
 
-func (im *importer) addPassage(p Passage) error {
+func (im *importer) addPassage(p data.Passage) error {
 	if p.Text == "" {
 		im.res.EmptyPassages++
 		return nil
@@ -313,7 +310,7 @@ func (im *importer) addPassage(p Passage) error {
 	}
 	if im.cw == nil {
 		var err error
-		im.cw, err = CreateParquet[Passage](filepath.Join(im.opts.Out, CorpusFile), KindCorpus)
+		im.cw, err = data.CreateParquet[data.Passage](filepath.Join(im.opts.Out, data.CorpusFile), data.KindCorpus)
 		if err != nil {
 			return err
 		}
@@ -349,7 +346,7 @@ func (im *importer) commit() error {
 		if err := im.cw.Close(); err != nil {
 			return err
 		}
-		im.res.CorpusPath = im.cw.path
+		im.res.CorpusPath = im.cw.Path()
 	}
 	if err := im.qw.Close(); err != nil {
 		if im.res.CorpusPath != "" {
@@ -357,10 +354,18 @@ func (im *importer) commit() error {
 		}
 		return err
 	}
-	im.res.QuestionsPath = im.qw.path
+	im.res.QuestionsPath = im.qw.Path()
 	im.log.Info("import done", "questions", im.res.Questions, "passages", im.res.Passages,
 		"duplicate_passages", im.res.DuplicatePassages, "bad_records", im.res.BadRecords,
 		"questions_with_all_gold_titles", im.res.QuestionsWithAllGoldTitles,
 		"questions_missing_gold_titles", im.res.QuestionsMissingGoldTitles)
 	return nil
+}
+
+func joinNames[S ~string](names []S) string {
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = string(n)
+	}
+	return strings.Join(parts, ", ")
 }

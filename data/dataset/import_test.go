@@ -1,8 +1,10 @@
-package data
+package dataset
 
 import (
 	"context"
 	"errors"
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -18,7 +20,7 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // errorOutcomes summarises the bad records an import reports.
-func errorOutcomes(errs []*RecordError) []outcome {
+func errorOutcomes(errs []*data.RecordError) []outcome {
 	var out []outcome
 	for _, e := range errs {
 		out = append(out, outcomeOf(e.File, "", e))
@@ -36,13 +38,13 @@ func TestImport(t *testing.T) {
 	}{
 		{
 			name:       "hotpotqa context paragraphs",
-			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA},
+			opts:       ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA},
 			want:       ImportResult{Questions: 3, Passages: 5, DuplicatePassages: 3, UnresolvedFacts: 1, QuestionsWithAllGoldTitles: 3},
 			wantCorpus: []string{"Ada Lovelace", "London", "Paris", "Berlin", "Rome"},
 		},
 		{
 			name:       "hotpotqa with a separate corpus",
-			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus_list.json", CorpusFormat: CorpusJSONList},
+			opts:       ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA, Corpus: "../testdata/corpus_list.json", CorpusFormat: data.CorpusJSONList},
 			want:       ImportResult{Questions: 3, Passages: 3, UnresolvedFacts: 1, QuestionsWithAllGoldTitles: 2, QuestionsMissingGoldTitles: 1},
 			wantCorpus: []string{"London", "Paris", "Berlin"},
 		},
@@ -50,30 +52,30 @@ func TestImport(t *testing.T) {
 			// Fullwiki: gold titles are looked up in the corpus; fw2 has no
 			// context at all and fw3's gold title is in neither.
 			name:       "hotpotqa fullwiki with a corpus",
-			opts:       ImportOptions{In: "testdata/hotpotqa_fullwiki.json", Format: QuestionsHotpotQA, Corpus: "testdata/hotpotqa_fullwiki_corpus.jsonl", CorpusFormat: CorpusBEIR},
+			opts:       ImportOptions{In: "../testdata/hotpotqa_fullwiki.json", Format: data.QuestionsHotpotQA, Corpus: "../testdata/hotpotqa_fullwiki_corpus.jsonl", CorpusFormat: data.CorpusBEIR},
 			want:       ImportResult{Questions: 3, Passages: 4, QuestionsWithAllGoldTitles: 2, QuestionsMissingGoldTitles: 1},
 			wantCorpus: []string{"Analytical Engine", "Ada Lovelace", "Paris", "Rome"},
 		},
 		{
 			name: "flashrag without a corpus",
-			opts: ImportOptions{In: "testdata/flashrag.jsonl", Format: QuestionsFlashRAG, Dataset: "2wikimultihopqa"},
+			opts: ImportOptions{In: "../testdata/flashrag.jsonl", Format: data.QuestionsFlashRAG, Dataset: "2wikimultihopqa"},
 			want: ImportResult{Questions: 3, QuestionsMissingGoldTitles: 2},
 		},
 		{
 			name: "triviaqa, original layout",
-			opts: ImportOptions{In: "testdata/triviaqa.json", Format: QuestionsTriviaQA},
+			opts: ImportOptions{In: "../testdata/triviaqa.json", Format: data.QuestionsTriviaQA},
 			want: ImportResult{Questions: 2},
 		},
 		{
 			name:       "skip bad questions",
-			opts:       ImportOptions{In: "testdata/hotpotqa_bad.jsonl", Format: QuestionsHotpotQA, SkipBad: true},
+			opts:       ImportOptions{In: "../testdata/hotpotqa_bad.jsonl", Format: data.QuestionsHotpotQA, SkipBad: true},
 			want:       ImportResult{Questions: 2, Passages: 2, BadRecords: 6, QuestionsWithAllGoldTitles: 2},
 			wantErrors: hotpotqaBadRecords,
 			wantCorpus: []string{"Ada Lovelace", "Paris"},
 		},
 		{
 			name: "repeated question id",
-			opts: ImportOptions{In: "testdata/hotpotqa_dup.jsonl", Format: QuestionsHotpotQA, SkipBad: true},
+			opts: ImportOptions{In: "../testdata/hotpotqa_dup.jsonl", Format: data.QuestionsHotpotQA, SkipBad: true},
 			want: ImportResult{Questions: 2, Passages: 2, BadRecords: 1, QuestionsWithAllGoldTitles: 2},
 			wantErrors: []outcome{
 				{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
@@ -82,7 +84,7 @@ func TestImport(t *testing.T) {
 		},
 		{
 			name: "skip bad passages",
-			opts: ImportOptions{In: "testdata/flashrag.jsonl", Format: QuestionsFlashRAG, Corpus: "testdata/corpus_bad.jsonl", CorpusFormat: CorpusJSONL, SkipBad: true},
+			opts: ImportOptions{In: "../testdata/flashrag.jsonl", Format: data.QuestionsFlashRAG, Corpus: "../testdata/corpus_bad.jsonl", CorpusFormat: data.CorpusJSONL, SkipBad: true},
 			want: ImportResult{Questions: 3, Passages: 2, BadRecords: 5, QuestionsMissingGoldTitles: 2},
 			wantErrors: []outcome{
 				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
@@ -105,11 +107,11 @@ func TestImport(t *testing.T) {
 				t.Fatalf("Import: %v", err)
 			}
 			want := tt.want
-			want.QuestionsPath = filepath.Join(out, QuestionsFile)
-			wantFiles := []string{QuestionsFile}
+			want.QuestionsPath = filepath.Join(out, data.QuestionsFile)
+			wantFiles := []string{data.QuestionsFile}
 			if tt.wantCorpus != nil {
-				want.CorpusPath = filepath.Join(out, CorpusFile)
-				wantFiles = []string{CorpusFile, QuestionsFile}
+				want.CorpusPath = filepath.Join(out, data.CorpusFile)
+				wantFiles = []string{data.CorpusFile, data.QuestionsFile}
 			}
 			if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(ImportResult{}, "Errors")); diff != "" {
 				t.Errorf("result mismatch (-want +got):\n%s", diff)
@@ -117,10 +119,10 @@ func TestImport(t *testing.T) {
 			if diff := cmp.Diff(tt.wantErrors, errorOutcomes(got.Errors)); diff != "" {
 				t.Errorf("reported errors mismatch (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(wantFiles, dirNames(t, out)); diff != "" {
+			if diff := cmp.Diff(wantFiles, testkit.DirNames(t, out)); diff != "" {
 				t.Errorf("output files mismatch (-want +got):\n%s", diff)
 			}
-			questions, err := ReadParquet[Question](got.QuestionsPath)
+			questions, err := data.ReadParquet[data.Question](got.QuestionsPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,7 +132,7 @@ func TestImport(t *testing.T) {
 			if tt.wantCorpus == nil {
 				return
 			}
-			passages, err := ReadParquet[Passage](got.CorpusPath)
+			passages, err := data.ReadParquet[data.Passage](got.CorpusPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,13 +149,13 @@ func TestImport(t *testing.T) {
 
 func TestImportWritesWhatReadersRead(t *testing.T) {
 	out := t.TempDir()
-	res, err := Import(t.Context(), ImportOptions{In: "testdata/2wiki.json", Format: Questions2Wiki, Out: out})
+	res, err := Import(t.Context(), ImportOptions{In: "../testdata/2wiki.json", Format: data.Questions2Wiki, Out: out})
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples, _ := readExamples(t, "testdata/2wiki.json", Questions2Wiki)
-	var wantQuestions []Question
-	var wantPassages []Passage
+	examples := readExamples(t, "../testdata/2wiki.json", data.Questions2Wiki)
+	var wantQuestions []data.Question
+	var wantPassages []data.Passage
 	seen := make(map[string]bool)
 	for _, ex := range examples {
 		wantQuestions = append(wantQuestions, ex.Question)
@@ -164,14 +166,14 @@ func TestImportWritesWhatReadersRead(t *testing.T) {
 			}
 		}
 	}
-	questions, err := ReadParquet[Question](res.QuestionsPath)
+	questions, err := data.ReadParquet[data.Question](res.QuestionsPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(wantQuestions, questions, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("questions mismatch (-want +got):\n%s", diff)
 	}
-	passages, err := ReadParquet[Passage](res.CorpusPath)
+	passages, err := data.ReadParquet[data.Passage](res.CorpusPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,53 +189,53 @@ func TestImportFailsCleanly(t *testing.T) {
 		name       string
 		ctx        context.Context
 		opts       ImportOptions
-		wantRecord *outcome // the RecordError the import stops at, if any
+		wantRecord *outcome // the data.RecordError the import stops at, if any
 		wantErr    string
 	}{
 		{
 			name:       "bad question",
-			opts:       ImportOptions{In: "testdata/hotpotqa_bad.jsonl", Format: QuestionsHotpotQA},
+			opts:       ImportOptions{In: "../testdata/hotpotqa_bad.jsonl", Format: data.QuestionsHotpotQA},
 			wantRecord: &outcome{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 		},
 		{
 			name:       "repeated question id",
-			opts:       ImportOptions{In: "testdata/hotpotqa_dup.jsonl", Format: QuestionsHotpotQA},
+			opts:       ImportOptions{In: "../testdata/hotpotqa_dup.jsonl", Format: data.QuestionsHotpotQA},
 			wantRecord: &outcome{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
 		},
 		{
 			name:       "bad passage",
-			opts:       ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus_bad.jsonl", CorpusFormat: CorpusJSONL},
+			opts:       ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA, Corpus: "../testdata/corpus_bad.jsonl", CorpusFormat: data.CorpusJSONL},
 			wantRecord: &outcome{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 		},
 		{
 			name:    "broken question list",
-			opts:    ImportOptions{In: "testdata/hotpotqa_broken.json", Format: QuestionsHotpotQA, SkipBad: true},
-			wantErr: "testdata/hotpotqa_broken.json: record 2 (line 4): invalid JSON",
+			opts:    ImportOptions{In: "../testdata/hotpotqa_broken.json", Format: data.QuestionsHotpotQA, SkipBad: true},
+			wantErr: "../testdata/hotpotqa_broken.json: record 2 (line 4): invalid JSON",
 		},
 		{
 			name:    "cancelled",
 			ctx:     cancelled,
-			opts:    ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA},
+			opts:    ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA},
 			wantErr: "context canceled",
 		},
 		{
 			name:    "missing question file",
-			opts:    ImportOptions{In: "testdata/absent.json", Format: QuestionsHotpotQA},
-			wantErr: "testdata/absent.json: no such file or directory",
+			opts:    ImportOptions{In: "../testdata/absent.json", Format: data.QuestionsHotpotQA},
+			wantErr: "../testdata/absent.json: no such file or directory",
 		},
 		{
 			name:    "unknown question format",
-			opts:    ImportOptions{In: "testdata/hotpotqa.json", Format: "squad"},
+			opts:    ImportOptions{In: "../testdata/hotpotqa.json", Format: "squad"},
 			wantErr: `unknown question format "squad"`,
 		},
 		{
 			name:    "corpus without a format",
-			opts:    ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Corpus: "testdata/corpus.jsonl"},
+			opts:    ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA, Corpus: "../testdata/corpus.jsonl"},
 			wantErr: `unknown corpus format ""`,
 		},
 		{
 			name:    "no input",
-			opts:    ImportOptions{Format: QuestionsHotpotQA},
+			opts:    ImportOptions{Format: data.QuestionsHotpotQA},
 			wantErr: "no question file given",
 		},
 	}
@@ -251,10 +253,10 @@ func TestImportFailsCleanly(t *testing.T) {
 			if err == nil {
 				t.Fatal("Import: got no error, want one")
 			}
-			var recErr *RecordError
+			var recErr *data.RecordError
 			switch {
 			case tt.wantRecord != nil && !errors.As(err, &recErr):
-				t.Errorf("got %v, want a *RecordError", err)
+				t.Errorf("got %v, want a *data.RecordError", err)
 			case tt.wantRecord != nil:
 				if diff := cmp.Diff(*tt.wantRecord, outcomeOf(recErr.File, "", recErr)); diff != "" {
 					t.Errorf("record error mismatch (-want +got):\n%s", diff)
@@ -274,7 +276,7 @@ func TestImportFailsCleanly(t *testing.T) {
 		})
 	}
 	t.Run("cancelled error is context.Canceled", func(t *testing.T) {
-		_, err := Import(cancelled, ImportOptions{In: "testdata/hotpotqa.json", Format: QuestionsHotpotQA, Out: t.TempDir()})
+		_, err := Import(cancelled, ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA, Out: t.TempDir()})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("got %v, want context.Canceled", err)
 		}
@@ -284,7 +286,7 @@ func TestImportFailsCleanly(t *testing.T) {
 func TestImportReportsFirstErrorsOnly(t *testing.T) {
 	in := writeFile(t, "bad.jsonl", []byte(strings.Repeat("not json\n", maxReportedErrors+5)))
 	// Nothing could be read: an error, with the counts.
-	res, err := Import(t.Context(), ImportOptions{In: in, Format: QuestionsFlashRAG, Out: t.TempDir(), SkipBad: true})
+	res, err := Import(t.Context(), ImportOptions{In: in, Format: data.QuestionsFlashRAG, Out: t.TempDir(), SkipBad: true})
 	if err == nil || !strings.Contains(err.Error(), "holds no question that could be read (25 bad records skipped)") {
 		t.Errorf("got %v, want an error saying no question could be read", err)
 	}
@@ -301,33 +303,33 @@ func TestImportRealData(t *testing.T) {
 	}{
 		{
 			name: "hotpotqa",
-			opts: ImportOptions{In: "hotpotqa/hotpot_train_distractor_100.json", Format: QuestionsHotpotQA},
+			opts: ImportOptions{In: "hotpotqa/hotpot_train_distractor_100.json", Format: data.QuestionsHotpotQA},
 			want: ImportResult{Questions: 100, Passages: 994, QuestionsWithAllGoldTitles: 100},
 		},
 		{
 			name: "musique with its corpus",
-			opts: ImportOptions{In: "musique/musique_train_100.json", Format: QuestionsMuSiQue,
-				Corpus: "musique/musique_train_corpus.json", CorpusFormat: CorpusJSONList},
+			opts: ImportOptions{In: "musique/musique_train_100.json", Format: data.QuestionsMuSiQue,
+				Corpus: "musique/musique_train_corpus.json", CorpusFormat: data.CorpusJSONList},
 			want: ImportResult{Questions: 100, Passages: 1890, QuestionsWithAllGoldTitles: 100},
 		},
 		{
 			name: "musique context paragraphs",
-			opts: ImportOptions{In: "musique/musique_train_100.json", Format: QuestionsMuSiQue},
+			opts: ImportOptions{In: "musique/musique_train_100.json", Format: data.QuestionsMuSiQue},
 			want: ImportResult{Questions: 100, Passages: 1890, DuplicatePassages: 110, QuestionsWithAllGoldTitles: 100},
 		},
 		{
 			name: "2wiki flashrag with its corpus",
-			opts: ImportOptions{In: "2wikimultihopqa/2wiki_dev_sample_40.jsonl", Format: QuestionsFlashRAG, Dataset: "2wikimultihopqa",
-				Corpus: "2wikimultihopqa/2wiki_corpus.jsonl", CorpusFormat: CorpusJSONL},
+			opts: ImportOptions{In: "2wikimultihopqa/2wiki_dev_sample_40.jsonl", Format: data.QuestionsFlashRAG, Dataset: "2wikimultihopqa",
+				Corpus: "2wikimultihopqa/2wiki_corpus.jsonl", CorpusFormat: data.CorpusJSONL},
 			want: ImportResult{Questions: 40, Passages: 6119, QuestionsWithAllGoldTitles: 40},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
-			opts.In = sharedData(t, opts.In)
+			opts.In = testkit.SharedData(t, opts.In)
 			if opts.Corpus != "" {
-				opts.Corpus = sharedData(t, opts.Corpus)
+				opts.Corpus = testkit.SharedData(t, opts.Corpus)
 			}
 			opts.Out = t.TempDir()
 			opts.Logger = testLogger(t)
@@ -338,11 +340,11 @@ func TestImportRealData(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got, cmpopts.IgnoreFields(ImportResult{}, "QuestionsPath", "CorpusPath")); diff != "" {
 				t.Errorf("result mismatch (-want +got):\n%s", diff)
 			}
-			questions, err := ReadParquet[Question](got.QuestionsPath)
+			questions, err := data.ReadParquet[data.Question](got.QuestionsPath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			passages, err := ReadParquet[Passage](got.CorpusPath)
+			passages, err := data.ReadParquet[data.Passage](got.CorpusPath)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -376,7 +378,7 @@ func TestImportRealData(t *testing.T) {
 func TestImportEmpty(t *testing.T) {
 	in := writeFile(t, "empty.jsonl", nil)
 	out := filepath.Join(t.TempDir(), "out")
-	_, err := Import(t.Context(), ImportOptions{In: in, Format: QuestionsHotpotQA, Out: out})
+	_, err := Import(t.Context(), ImportOptions{In: in, Format: data.QuestionsHotpotQA, Out: out})
 	if err == nil || !strings.Contains(err.Error(), "empty.jsonl holds no questions") {
 		t.Errorf("got %v, want an error saying the file holds no questions", err)
 	}
