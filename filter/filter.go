@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 )
 
 // Names of the files Run writes in its output directory.

@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/distill-rag/distill/internal/httperr"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // Batch API constants: batch lines are chat completions, and OpenAI

@@ -18,7 +18,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/distill-rag/distill/internal/httperr"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // Structured-output modes, as reported in Response.Mode.

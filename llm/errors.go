@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/distill-rag/distill/internal/httperr"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // ErrAuth is matched (errors.Is) by errors for answers 401 and 403: the

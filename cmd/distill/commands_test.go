@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // TestSampleEndToEnd runs the README's commands on the bundled sample:

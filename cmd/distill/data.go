@@ -11,8 +11,8 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/dataset"
+	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/data/synth"
-	"github.com/distill-rag/distill/internal/outdir"
 )
 
 // datasetSample is the value of --dataset that selects the bundled sample.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 )
 
 // Exit codes. They are decided in one place, exitCode.

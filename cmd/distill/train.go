@@ -15,13 +15,13 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/gguf"
 	"github.com/distill-rag/distill/finetune/local"
 	"github.com/distill-rag/distill/finetune/slurm"
 	"github.com/distill-rag/distill/finetune/trainer"
-	"github.com/distill-rag/distill/internal/outdir"
 	"github.com/distill-rag/distill/judge"
 )
 

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 )
 
 // maxReportedErrors is how many bad records an ImportResult keeps for display.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 )
 
 // Write writes questions and passages as dir/questions.parquet and

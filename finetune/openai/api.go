@@ -14,8 +14,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/distill-rag/distill/internal/httperr"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // jobObject is the part of a fine_tuning.job object the backend reads.

@@ -17,8 +17,8 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/distill-rag/distill/finetune"
-	"github.com/distill-rag/distill/internal/httperr"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // Name is the backend's name.

@@ -17,7 +17,7 @@
 //
 // Step by step:
 //
-//  1. The output directory is claimed (internal/outdir: one writer at a
+//  1. The output directory is claimed (data/outdir: one writer at a
 //     time, ErrBusy otherwise). It must be empty or absent (ErrOutExists),
 //     unless the run is resumed: then it must hold the stage's report
 //     (ErrNotRun), configured as this run is (Layout.Same; ErrMismatch).

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 

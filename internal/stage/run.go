@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/llm"
 )
 

@@ -1,8 +1,9 @@
 // Package testkit holds what the tests of several packages share: golden
-// files refreshed with -update, the helpers that start loopback servers
-// for the real wire formats, and the fixed inputs (questions, evidence
-// blocks) of the roles' tests.
+// files refreshed with -update, the shared datasets, HTTP requests, and
+// the fixed inputs (questions, evidence blocks) of the roles' tests. The
+// loopback server of the fake servers is llmtest.Loopback.
 //
-// It is imported by tests and by the fake servers only; nothing in the
-// release binary depends on it.
+// It is imported by tests and test helpers only; nothing in the release
+// binary depends on
+// it.
 package testkit

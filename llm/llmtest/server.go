@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/distill-rag/distill/internal/testkit"
 )
 
 // Fault is what the server does with one request instead of answering it.
@@ -144,7 +142,7 @@ type Counts struct {
 
 // Server is a running fault-injecting server. Close it when done.
 type Server struct {
-	lb   *testkit.Loopback
+	lb   *Loopback
 	opts Options
 
 	mu          sync.Mutex
@@ -175,7 +173,7 @@ func NewServer(opts Options) *Server {
 		opts.EmbeddingDim = 8
 	}
 	s := &Server{
-		lb:   testkit.NewLoopback(),
+		lb:   NewLoopback(),
 		opts: opts,
 		rng:  rand.New(rand.NewPCG(opts.Seed, 0x11a7e57)),
 	}

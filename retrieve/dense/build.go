@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/outdir"
+	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"

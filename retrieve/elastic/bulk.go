@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/httperr"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // The bulk loading of one Load: a reader goroutine cuts the source into

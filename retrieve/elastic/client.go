@@ -13,7 +13,7 @@ import (
 	"github.com/elastic/elastic-transport-go/v8/elastictransport"
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
-	"github.com/distill-rag/distill/internal/httperr"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // Sentinel errors callers branch on.

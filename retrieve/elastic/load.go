@@ -19,7 +19,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/httperr"
+	"github.com/distill-rag/distill/llm/httperr"
 )
 
 // Source yields the passages to load; Next returns io.EOF after the last.

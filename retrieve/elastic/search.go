@@ -13,8 +13,8 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/httperr"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/llm/httperr"
 	"github.com/distill-rag/distill/retrieve"
 )
 

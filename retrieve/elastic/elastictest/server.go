@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/distill-rag/distill/internal/analysis"
-	"github.com/distill-rag/distill/internal/testkit"
+	"github.com/distill-rag/distill/llm/llmtest"
 )
 
 // Flavours the server can play.
@@ -114,7 +114,7 @@ func (r Request) JSON(v any) error { return json.Unmarshal(r.Body, v) }
 
 // Server is a running loopback cluster of one node. Close it when done.
 type Server struct {
-	lb   *testkit.Loopback
+	lb   *llmtest.Loopback
 	opts Options
 	bad  map[string]bool
 
@@ -135,7 +135,7 @@ func NewServer(opts Options) *Server {
 		panic("elastictest: unknown flavor " + opts.Flavor)
 	}
 	s := &Server{
-		lb:       testkit.NewLoopback(),
+		lb:       llmtest.NewLoopback(),
 		opts:     opts,
 		bad:      make(map[string]bool),
 		indices:  make(map[string]*index),

@@ -1,7 +1,8 @@
 // Package httperr reads the error answers of the HTTP APIs distill talks
 // to, OpenAI-compatible servers and Elasticsearch or OpenSearch clusters,
 // into one error type, so that every client reports, retries and branches
-// on them alike.
+// on them alike. It sits under llm, the first of those clients, and imports
+// no other distill package; retrieve/elastic and finetune/openai use it too.
 //
 // An answer with status 400 or more becomes an *Error: Decode reads its
 // body in either wire format (OpenAI's {"error": {"message", "type",

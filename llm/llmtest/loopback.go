@@ -1,4 +1,4 @@
-package testkit
+package llmtest
 
 import (
 	"net/http"
