@@ -4,6 +4,5 @@
 // loopback server of the fake servers is llmtest.Loopback.
 //
 // It is imported by tests and test helpers only; nothing in the release
-// binary depends on
-// it.
+// binary depends on it.
 package testkit
