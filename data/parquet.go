@@ -23,13 +23,6 @@ const (
 	KindCorpus    Kind = "corpus"
 )
 
-// The files of a dataset directory (what dataset.Import writes, what
-// rollout and index read).
-const (
-	QuestionsFile = "questions.parquet"
-	CorpusFile    = "corpus.parquet"
-)
-
 // Parquet key/value metadata keys, and the version of the layout written.
 const (
 	metaKind          = "distill.kind"

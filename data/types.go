@@ -53,3 +53,10 @@ type SentenceRef struct {
 	Title string `parquet:"title" json:"title"`
 	Index int32  `parquet:"index" json:"index"`
 }
+
+// The files of a dataset directory (what dataset.Import writes, what
+// rollout and index read).
+const (
+	QuestionsFile = "questions.parquet"
+	CorpusFile    = "corpus.parquet"
+)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -380,95 +379,6 @@ func (s *stateSet) add(q, round int32) bool {
 	}
 	s.rounds[q] |= bit
 	return true
-}
-
-// decisions says what becomes of each row of the input.
-type decisions struct {
-	rule []rule // ruleNone for kept rows
-	val  []bool // by question
-	bal  balance
-}
-
-// balance describes the balancing of train.
-type balance struct {
-	majoritySufficient bool
-	majority, minority int
-	kept               int // rows of the majority class kept
-}
-
-// plan applies rules 1 to 6 to every row, splits the questions of the rows
-// kept and balances train.
-func plan(sc *scanned, rs rules, s settings) decisions {
-	p := decisions{rule: make([]rule, len(sc.rows)), val: make([]bool, len(sc.qids))}
-	kept := make([]bool, len(sc.qids)) // questions with a kept row
-	for i, f := range sc.rows {
-		p.rule[i] = rs.apply(f)
-		if p.rule[i] == ruleNone {
-			kept[f.q] = true
-		}
-	}
-
-	// Split: shuffle the kept questions (sorted) and send the first to val.
-	var qs []int32
-	for q, k := range kept {
-		if k {
-			qs = append(qs, int32(q))
-		}
-	}
-	split := rand.New(rand.NewPCG(uint64(s.seed), streamSplit))
-	split.Shuffle(len(qs), func(i, j int) { qs[i], qs[j] = qs[j], qs[i] })
-	for _, q := range qs[:valQuestions(s.valFraction, len(qs))] {
-		p.val[q] = true
-	}
-
-	if s.Balance {
-		p.balance(sc, s.BalanceRatio, s.seed)
-	}
-	return p
-}
-
-// valQuestions returns how many of n questions go to val: round(frac * n),
-// at least one when frac > 0 and n >= 2, and never all of them.
-func valQuestions(frac float64, n int) int {
-	if frac <= 0 || n < 2 {
-		return 0
-	}
-	return min(max(int(math.Round(frac*float64(n))), 1), n-1)
-}
-
-// balance drops rows of the majority class of train, chosen at random, so
-// that it keeps at most ratio times the size of the minority. Rows are
-// shuffled in the order of their states, so that the choice does not
-// depend on the order of the input.
-func (p *decisions) balance(sc *scanned, ratio float64, seed int64) {
-	var suff, insuff []int
-	for i, f := range sc.rows {
-		if p.rule[i] != ruleNone || p.val[f.q] {
-			continue
-		}
-		if f.sufficient {
-			suff = append(suff, i)
-		} else {
-			insuff = append(insuff, i)
-		}
-	}
-	major, minor := suff, insuff
-	p.bal.majoritySufficient = true
-	if len(insuff) > len(suff) {
-		major, minor = insuff, suff
-		p.bal.majoritySufficient = false
-	}
-	p.bal.majority, p.bal.minority = len(major), len(minor)
-	p.bal.kept = min(len(major), int(math.Round(ratio*float64(len(minor)))))
-	slices.SortFunc(major, func(a, b int) int {
-		fa, fb := sc.rows[a], sc.rows[b]
-		return cmp.Or(cmp.Compare(fa.q, fb.q), cmp.Compare(fa.round, fb.round))
-	})
-	r := rand.New(rand.NewPCG(uint64(seed), streamBalance))
-	r.Shuffle(len(major), func(i, j int) { major[i], major[j] = major[j], major[i] })
-	for _, i := range major[:len(major)-p.bal.kept] {
-		p.rule[i] = ruleBalance
-	}
 }
 
 // count fills in the counts of rows, questions and classes that the
