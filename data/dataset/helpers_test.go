@@ -77,3 +77,14 @@ func writeFile(t *testing.T, name string, b []byte) string {
 	}
 	return path
 }
+
+// sharedData returns the path of rel in the shared datasets, kept beside
+// the repository (../shared/data), skipping the test when it is absent.
+func sharedData(t *testing.T, rel string) string {
+	t.Helper()
+	p := filepath.Join("..", "..", "..", "shared", "data", filepath.FromSlash(rel))
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("real data not available (%v); it is kept outside the repository at ../shared/data", err)
+	}
+	return p
+}

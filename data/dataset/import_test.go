@@ -327,9 +327,9 @@ func TestImportRealData(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := tt.opts
-			opts.In = testkit.SharedData(t, opts.In)
+			opts.In = sharedData(t, opts.In)
 			if opts.Corpus != "" {
-				opts.Corpus = testkit.SharedData(t, opts.Corpus)
+				opts.Corpus = sharedData(t, opts.Corpus)
 			}
 			opts.Out = t.TempDir()
 			opts.Logger = testLogger(t)
