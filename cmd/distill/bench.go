@@ -25,9 +25,6 @@ import (
 // defaultBenchOut is where a benchmark of the bundled sample goes without --out.
 const defaultBenchOut = "runs/bench-sample"
 
-// summarizerKinds are the values of --summarizer.
-var summarizerKinds = []string{"builtin", "llm"}
-
 func benchCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
@@ -52,10 +49,10 @@ func benchCommand() *cli.Command {
 		&cli.StringFlag{Name: "base-judge", Value: "lexical", Usage: "the untuned judge of no-sft: " + strings.Join(judge.Kinds(), ", ")},
 		&cli.StringFlag{Name: "base-judge-model", Usage: "base judge model (--base-judge llm)", EnvVars: []string{"DISTILL_BASE_JUDGE_MODEL"}},
 		&cli.StringFlag{Name: "base-judge-base-url", Usage: "base judge server `URL` (--base-judge llm)", EnvVars: []string{"DISTILL_BASE_JUDGE_BASE_URL"}},
-		&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
+		&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(rollout.RoleKinds("extractor"), ", ")},
 		&cli.StringFlag{Name: "extractor-model", Usage: "extractor model (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_MODEL"}},
 		&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL` (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
-		&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(readerKinds, ", ")},
+		&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(rollout.RoleKinds("reader"), ", ")},
 		&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
 		&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL` (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
 		&cli.StringFlag{Name: "summarizer", Value: "builtin", Usage: "the summaries of summarize and abstractive: builtin (lead and focused sentences, baselines) or llm (the reader's model)"},
@@ -120,8 +117,6 @@ func benchAction(c *cli.Context) error {
 	switch {
 	case c.Int("limit") < 0 || c.Int("workers") < 1 || c.Int("parallel") < 0:
 		return usageErrorf("bench: --limit and --parallel must not be negative, --workers at least 1")
-	case !slices.Contains(summarizerKinds, c.String("summarizer")):
-		return usageErrorf("bench: unknown --summarizer %q (want %s)", c.String("summarizer"), strings.Join(summarizerKinds, ", "))
 	}
 	shard, err := data.ParseShard(c.String("shard"))
 	if err != nil {
@@ -314,8 +309,9 @@ type benchModels struct {
 	retriever rollout.Retriever
 	prices    map[string]llm.Price
 	// judge and base are the resolved specs of --judge (or --judge-from)
-	// and --base-judge, opened once per variant.
+	// and --base-judge, opened once per variant, with the other roles.
 	judge, base judge.Spec
+	roles       rollout.RoleSpecs
 
 	mu     sync.Mutex
 	inner  map[string]llm.Chatter
@@ -336,17 +332,9 @@ func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, 
 	if m.base, err = benchJudgeSpec(c, "base-judge"); err != nil {
 		return nil, err
 	}
-	for _, role := range []string{"extractor", "reader"} {
-		kinds := map[string][]string{"extractor": extractorKinds, "reader": readerKinds}[role]
-		if k := c.String(role); !slices.Contains(kinds, k) {
-			return nil, usageErrorf("bench: unknown --%s %q (want %s)", role, k, strings.Join(kinds, ", "))
-		}
-		if c.String(role) == "llm" && c.String(role+"-model") == "" {
-			return nil, usageErrorf("bench: --%s llm needs --%s-model", role, role)
-		}
-	}
-	if c.String("summarizer") == "llm" && c.String("reader-model") == "" {
-		return nil, usageErrorf("bench: --summarizer llm uses the reader's model: give --reader-model")
+	m.roles = roleSpecs(c)
+	if err := m.roles.Check(); err != nil {
+		return nil, roleUsageError("bench", err)
 	}
 	return m, nil
 }
@@ -411,8 +399,7 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 		return s, nil
 	}
 	c := m.c
-	s := eval.Setup{Retriever: m.retriever, Extractor: rollout.LexicalExtractor{}, Reader: rollout.LexicalReader{},
-		Summarizer: rollout.LeadSummary{}, FocusedSummarizer: rollout.FocusedSummary{}}
+	s := eval.Setup{Retriever: m.retriever}
 	var err error
 	if s.Judge, err = m.judgeOf(variant, "judge", m.judge); err != nil {
 		return s, err
@@ -420,34 +407,17 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 	if s.BaseJudge, err = m.judgeOf(variant, "base-judge", m.base); err != nil {
 		return s, err
 	}
-	if c.String("extractor") == "llm" {
-		ch, err := m.chatter(variant, "extractor", c.String("extractor-model"), c.String("extractor-base-url"))
-		if err != nil {
-			return s, err
-		}
-		s.Extractor = rollout.NewLLMExtractor(ch, c.String("extractor-model"))
-	}
-	if c.String("reader") == "llm" {
-		ch, err := m.chatter(variant, "reader", c.String("reader-model"), c.String("reader-base-url"))
-		if err != nil {
-			return s, err
-		}
-		s.Reader = rollout.NewLLMReader(ch, c.String("reader-model"))
-	}
-	modelRoles := false
-	for _, role := range []string{"judge", "base-judge", "extractor", "reader", "summarizer"} {
-		modelRoles = modelRoles || c.String(role) == "llm"
-	}
-	if err := applyContextWindow(c, &s.Loop, modelRoles || c.String("judge-from") != ""); err != nil {
+	opened, err := m.roles.Open(func(role, model, baseURL string) (llm.Chatter, error) {
+		return m.chatter(variant, role, model, baseURL)
+	})
+	if err != nil {
 		return s, err
 	}
-	if c.String("summarizer") == "llm" {
-		ch, err := m.chatter(variant, "summarizer", c.String("reader-model"), c.String("reader-base-url"))
-		if err != nil {
-			return s, err
-		}
-		s.Summarizer = rollout.NewLLMSummarizer(ch, c.String("reader-model"), false)
-		s.FocusedSummarizer = rollout.NewLLMSummarizer(ch, c.String("reader-model"), true)
+	s.Extractor, s.Reader = opened.Extractor, opened.Reader
+	s.Summarizer, s.FocusedSummarizer = opened.Summarizer, opened.FocusedSummarizer
+	modelRoles := m.roles.UsesModels() || c.String("judge") == "llm" || c.String("base-judge") == "llm"
+	if err := applyContextWindow(c, &s.Loop, modelRoles || c.String("judge-from") != ""); err != nil {
+		return s, err
 	}
 	m.setups[variant] = s
 	return s, nil

@@ -24,13 +24,6 @@ import (
 // defaultSampleOut is where a rollout of the bundled sample goes without --out.
 const defaultSampleOut = "runs/rollout-sample"
 
-// The implementations the extractor and reader flags can name; the
-// judge's are judge.Kinds.
-var (
-	extractorKinds = []string{"lexical", "llm"}
-	readerKinds    = []string{"lexical", "llm"}
-)
-
 func rolloutCommand() *cli.Command {
 	return withConfig(&cli.Command{
 		Name:  "rollout",
@@ -78,10 +71,10 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 			&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1; several, comma-separated, are replicas to spread requests over (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
 			judgeFromFlag(),
-			&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(extractorKinds, ", ")},
+			&cli.StringFlag{Name: "extractor", Value: "lexical", Usage: "extractor: " + strings.Join(rollout.RoleKinds("extractor"), ", ")},
 			&cli.StringFlag{Name: "extractor-model", Usage: "extractor model (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_MODEL"}},
 			&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL`(s), with /v1 (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
-			&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(readerKinds, ", ")},
+			&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(rollout.RoleKinds("reader"), ", ")},
 			&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
 			&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL`(s), with /v1 (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
 			&cli.StringFlag{Name: "policy", Value: rollout.EarlyStop.String(), Usage: "early-stop (stop when the judge says sufficient) or fixed (always spend --max-rounds)"},
@@ -233,11 +226,12 @@ type wiredRoles struct {
 	usage func() []llm.Stats
 }
 
-// newRoles builds the roles that --judge, --extractor and --reader name.
-// It is the one place where roles are wired: an "llm" role gets its own
-// model client stack (limits, retries, cache, accounting) whose Meter feeds
-// the usage and cost in run.json; its key comes from DISTILL_<ROLE>_API_KEY
-// or OPENAI_API_KEY. Every flag is checked before any client is made.
+// newRoles builds the roles that --judge, --extractor and --reader name,
+// opened as bench opens them (judge.Open, rollout.RoleSpecs.Open): an
+// "llm" role gets its own model client stack (limits, retries, cache,
+// accounting) whose Meter feeds the usage and cost in run.json; its key
+// comes from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY. Every flag is
+// checked before any client is made.
 func newRoles(c *cli.Context) (wiredRoles, error) {
 	var w wiredRoles
 	// A rollout runs whatever trained judge it is given: it records the
@@ -265,19 +259,12 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 		}
 		return w, usageErrorf("rollout: --judge-model and --judge-base-url are for --judge llm, not %s", kind)
 	}
-	for i, role := range []string{"extractor", "reader"} {
-		kind, model, baseURL := c.String(role), c.String(role+"-model"), c.String(role+"-base-url")
-		w.info[i+1] = runner.Role{Name: kind, Model: model, BaseURL: baseURL}
-		kinds := map[string][]string{"extractor": extractorKinds, "reader": readerKinds}[role]
-		switch {
-		case !slices.Contains(kinds, kind):
-			return w, usageErrorf("rollout: unknown --%s %q (want %s)", role, kind, strings.Join(kinds, ", "))
-		case kind == "llm" && model == "":
-			return w, usageErrorf("rollout: --%s llm needs --%s-model", role, role)
-		case kind != "llm" && (model != "" || baseURL != ""):
-			return w, usageErrorf("rollout: --%s-model and --%s-base-url are for --%s llm, not %s", role, role, role, kind)
-		}
+	specs := roleSpecs(c)
+	if err := specs.Check(); err != nil {
+		return w, roleUsageError("rollout", err)
 	}
+	w.info[1] = runner.Role{Name: c.String("extractor"), Model: specs.Extractor.Model, BaseURL: specs.Extractor.BaseURL}
+	w.info[2] = runner.Role{Name: c.String("reader"), Model: specs.Reader.Model, BaseURL: specs.Reader.BaseURL}
 	prices, err := priceTable(c)
 	if err != nil {
 		return w, err
@@ -301,24 +288,11 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	if err != nil {
 		return w, judgeError("rollout", "judge", err)
 	}
-	w.roles.Extractor = rollout.LexicalExtractor{}
-	if c.String("extractor") == "llm" {
-		model := c.String("extractor-model")
-		ch, err := stack("extractor", model, c.String("extractor-base-url"))
-		if err != nil {
-			return w, err
-		}
-		w.roles.Extractor = rollout.NewLLMExtractor(ch, model)
+	opened, err := specs.Open(stack)
+	if err != nil {
+		return w, err
 	}
-	w.roles.Reader = rollout.LexicalReader{}
-	if c.String("reader") == "llm" {
-		model := c.String("reader-model")
-		ch, err := stack("reader", model, c.String("reader-base-url"))
-		if err != nil {
-			return w, err
-		}
-		w.roles.Reader = rollout.NewLLMReader(ch, model)
-	}
+	w.roles.Extractor, w.roles.Reader = opened.Extractor, opened.Reader
 	if len(meters) > 0 {
 		w.usage = func() []llm.Stats {
 			out := make([]llm.Stats, len(meters))
@@ -417,4 +391,29 @@ func rounds(h map[int]int) string {
 		parts = append(parts, fmt.Sprintf("%d: %d", k, h[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// roleSpecs reads the flags of the roles besides the judge (bench adds
+// --summarizer).
+func roleSpecs(c *cli.Context) rollout.RoleSpecs {
+	role := func(name string) rollout.RoleSpec {
+		return rollout.RoleSpec{Kind: c.String(name), Model: c.String(name + "-model"), BaseURL: c.String(name + "-base-url")}
+	}
+	return rollout.RoleSpecs{Extractor: role("extractor"), Reader: role("reader"), Summarizer: c.String("summarizer")}
+}
+
+// roleUsageError says which flags a *rollout.RoleSpecError is about.
+func roleUsageError(command string, err error) error {
+	var re *rollout.RoleSpecError
+	if !errors.As(err, &re) {
+		return usageErrorf("%s: %w", command, err)
+	}
+	flags := []string{"--" + re.Role}
+	if len(re.Fields) > 0 {
+		flags = flags[:0]
+		for _, f := range re.Fields {
+			flags = append(flags, "--"+re.Role+"-"+strings.ReplaceAll(f, "_", "-"))
+		}
+	}
+	return usageErrorf("%s: %s: %s", command, strings.Join(flags, ", "), re.Reason)
 }

@@ -85,13 +85,13 @@ func TestRolloutUsageErrors(t *testing.T) {
 		inStderr string
 	}{
 		{"judge llm without model", []string{"--judge", "llm"}, "--judge llm needs --judge-model"},
-		{"extractor llm without model", []string{"--extractor", "llm"}, "--extractor llm needs --extractor-model"},
-		{"reader llm without model", []string{"--reader", "llm"}, "--reader llm needs --reader-model"},
+		{"extractor llm without model", []string{"--extractor", "llm"}, "--extractor-model: extractor llm needs a model"},
+		{"reader llm without model", []string{"--reader", "llm"}, "--reader-model: reader llm needs a model"},
 		{"bad price", []string{"--judge", "llm", "--judge-model", "m", "--price", "m=1"}, "--price: price \"m=1\": want MODEL=INPUT:OUTPUT"},
 		{"unknown judge", []string{"--judge", "oracle"}, `unknown --judge "oracle" (want lexical, never, always, llm, builtin:PATH)`},
-		{"unknown extractor", []string{"--extractor", "never"}, `unknown --extractor "never"`},
+		{"unknown extractor", []string{"--extractor", "never"}, `--extractor: unknown extractor "never" (want lexical, llm)`},
 		{"model without llm", []string{"--judge-model", "gpt-4o-mini"}, "--judge-model and --judge-base-url are for --judge llm, not lexical"},
-		{"base url without llm", []string{"--reader-base-url", "http://x/v1"}, "are for --reader llm"},
+		{"base url without llm", []string{"--reader-base-url", "http://x/v1"}, "--reader-model, --reader-base-url: a model and a server are for reader llm, not lexical"},
 		{"bad policy", []string{"--policy", "greedy"}, `--policy: policy "greedy"`},
 		{"bad dedup", []string{"--dedup", "url"}, `--dedup: dedup "url"`},
 		{"bad shard", []string{"--shard", "2/2"}, "--shard: shard 2/2"},
