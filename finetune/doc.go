@@ -13,8 +13,11 @@
 //	slurm    the same trainer as a Slurm batch job
 //	builtin  the built-in judge, trained on this CPU in seconds
 //
-// Follow polls a job until it ends, with its progress. The job's state is
-// kept in its directory (job.json), so that status and cancel work from any
-// process; a job that succeeded hands back model.json, which says what was
-// trained and how to serve and use it.
+// Run is the whole of `distill train` in one call: it exports the labels
+// into the job's directory, submits the job, follows it to its end (Follow
+// polls it, with its progress) and writes the hand-back, or re-attaches to
+// the job the directory records. The job's state is kept there (job.json),
+// so that status and cancel work from any process; a job that succeeded
+// hands back model.json (HandBack), which says what was trained and how to
+// serve and use it.
 package finetune

@@ -13,10 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
-	"github.com/distill-rag/distill/data/outdir"
-	"github.com/distill-rag/distill/filter"
 	"github.com/distill-rag/distill/finetune"
 	"github.com/distill-rag/distill/finetune/gguf"
 	"github.com/distill-rag/distill/finetune/local"
@@ -108,110 +107,72 @@ func trainAction(c *cli.Context) error {
 	if out == "" {
 		return usageErrorf("train: --out is required")
 	}
-	// Held until the job is submitted and followed: one writer of its
-	// export, its record and its hand-back.
-	od, err := outdir.Claim(c.Context, out, outdir.Resume)
-	if err != nil {
-		return fmt.Errorf("train: %w", err)
-	}
-	if err := trainIn(c, od); err != nil {
-		if _, rerr := finetune.LoadRecord(out); errors.Is(rerr, finetune.ErrNoJob) {
-			od.Abandon() // nothing was submitted: a fresh start leaves nothing
-		} else {
-			od.Close()
-		}
-		return err
-	}
-	return od.Close()
-}
-
-// trainIn exports, submits and follows the job in the output directory
-// trainAction holds, or re-attaches to the job recorded there.
-func trainIn(c *cli.Context, od *outdir.Dir) error {
-	out := od.Path()
-	log := loggerFrom(c)
-	// A job already recorded: re-attach, or replace one that has ended
-	// with --overwrite.
-	rec, err := finetune.LoadRecord(out)
-	switch {
-	case errors.Is(err, finetune.ErrNoJob):
-	case err != nil:
-		return err
-	case c.Bool("export-only"):
-		return usageErrorf("train: %s already holds a job (%s); give another --out to export", out, rec.State.ID)
-	case c.Bool("overwrite") && !rec.State.Status.Terminal():
-		return usageErrorf("train: %s holds the job %s, still %s, which --overwrite does not replace: cancel it (distill train cancel %s) first, or give another --out",
-			out, rec.State.ID, rec.State.Status, out)
-	case c.Bool("overwrite"):
-		log.Info("replacing the recorded job", "backend", rec.State.Backend, "job", rec.State.ID, "status", rec.State.Status)
-	case c.IsSet("backend") && c.String("backend") != rec.State.Backend:
-		return usageErrorf("train: %s holds the job %s of backend %s (%s), not of --backend %s: --overwrite replaces a job that has ended, or give another --out",
-			out, rec.State.ID, rec.State.Backend, rec.State.Status, c.String("backend"))
-	case rec.State.Status == finetune.StatusFailed || rec.State.Status == finetune.StatusCancelled:
-		return usageErrorf("train: %s holds the job %s, which %s (distill train status %s says more): --overwrite replaces it, or give another --out",
-			out, rec.State.ID, rec.State.Status, out)
-	default:
-		b, err := newBackend(c, rec.State.Backend)
-		if err != nil {
-			return err
-		}
-		log.Info("re-attaching to the recorded job", "backend", rec.State.Backend, "job", rec.State.ID, "status", rec.State.Status)
-		return followJob(c, b, rec.Job, rec.State)
-	}
-	if !od.Fresh() {
-		if !c.Bool("overwrite") {
-			return usageErrorf("train: %s is not empty and holds no job: use --overwrite to replace what it holds, or another --out", out)
-		}
-		if err := od.Empty(); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-	}
-
-	in := c.Path("in")
-	if in == "" {
-		return usageErrorf("train: --in is required (the directory of train.parquet and val.parquet from distill filter)")
-	}
-	train, val := in, ""
-	if fi, err := os.Stat(in); err == nil && fi.IsDir() {
-		train, val = filepath.Join(in, filter.TrainFile), filepath.Join(in, filter.ValFile)
-		if _, err := os.Stat(val); err != nil {
-			val = ""
-		}
-	}
 	job, err := trainJob(c)
 	if err != nil {
 		return err
 	}
-	if job.Labels, err = absLabels(train, val); err != nil {
+	bar := newJobBar(c)
+	res, err := finetune.Run(c.Context, finetune.RunOptions{
+		In: c.Path("in"), Out: out, Job: job,
+		Backend: c.String("backend"), BackendChosen: c.IsSet("backend"),
+		Open:      func(name string) (finetune.Backend, error) { return newBackend(c, name) },
+		Tokenizer: c.String("tokenizer"),
+		Overwrite: c.Bool("overwrite"), ExportOnly: c.Bool("export-only"), Detach: c.Bool("detach"),
+		Logger:   loggerFrom(c),
+		OnExport: func(sum finetune.ExportSummary) error { return printExport(c, sum, out) },
+		Follow:   finetune.FollowOptions{Interval: c.Duration("poll-interval"), OnUpdate: bar.show},
+	})
+	bar.finish()
+	var refused *finetune.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return refusedError(c, refused)
+	case err != nil && c.Context.Err() != nil && res.State.ID != "":
+		fmt.Fprintf(c.App.ErrWriter, "distill train: stopped following; the job %s goes on (distill train status %s, distill train --out %s to re-attach, distill train cancel %s)\n",
+			res.State.ID, out, out, out)
 		return err
-	}
-	sum, err := finetune.Export(c.Context, finetune.ExportOptions{Train: train, Val: val, Dir: out, MaxLength: job.Hyper.MaxLength, Tokenizer: c.String("tokenizer")})
-	if err != nil {
+	case err != nil:
 		return err
-	}
-	job.Files = sum.Files
-	if err := printExport(c, sum, out); err != nil {
-		return err
-	}
-	if c.Bool("export-only") {
+	case c.Bool("export-only"):
 		return nil
 	}
-	b, err := newBackend(c, c.String("backend"))
-	if err != nil {
+	if err := printJob(c, res.Job, res.State, res.Handback); err != nil {
 		return err
 	}
-	st, err := b.Submit(c.Context, job)
-	if err != nil {
-		return fmt.Errorf("train: submit to %s: %w", b.Name(), err)
+	switch res.State.Status {
+	case finetune.StatusFailed:
+		return fmt.Errorf("train: job %s failed: %s", res.State.ID, res.State.Message)
+	case finetune.StatusCancelled:
+		return fmt.Errorf("train: job %s was cancelled", res.State.ID)
 	}
-	if err := finetune.SaveRecord(out, finetune.Record{Job: job, State: st}); err != nil {
-		return err
+	return nil
+}
+
+// refusedError says why train refused its --out, and what to do.
+func refusedError(c *cli.Context, e *finetune.RefusedError) error {
+	out := e.Out
+	var id, status, backend string
+	if e.Record != nil {
+		id, status, backend = e.Record.State.ID, string(e.Record.State.Status), e.Record.State.Backend
 	}
-	log.Info("job submitted", "backend", b.Name(), "job", st.ID, "status", st.Status)
-	if c.Bool("detach") {
-		return printJob(c, job, st)
+	switch {
+	case errors.Is(e, finetune.ErrHoldsJob):
+		return usageErrorf("train: %s already holds a job (%s); give another --out to export", out, id)
+	case errors.Is(e, finetune.ErrJobNotEnded):
+		return usageErrorf("train: %s holds the job %s, still %s, which --overwrite does not replace: cancel it (distill train cancel %s) first, or give another --out",
+			out, id, status, out)
+	case errors.Is(e, finetune.ErrOtherBackend):
+		return usageErrorf("train: %s holds the job %s of backend %s (%s), not of --backend %s: --overwrite replaces a job that has ended, or give another --out",
+			out, id, backend, status, c.String("backend"))
+	case errors.Is(e, finetune.ErrJobDidNotEnd):
+		return usageErrorf("train: %s holds the job %s, which %s (distill train status %s says more): --overwrite replaces it, or give another --out",
+			out, id, status, out)
+	case errors.Is(e, finetune.ErrNotEmptyNoJob):
+		return usageErrorf("train: %s is not empty and holds no job: use --overwrite to replace what it holds, or another --out", out)
+	case errors.Is(e, finetune.ErrNoInput):
+		return usageErrorf("train: --in is required (the directory of train.parquet and val.parquet from distill filter)")
 	}
-	return followJob(c, b, job, st)
+	return e
 }
 
 // trainJob reads the job's flags.
@@ -302,75 +263,57 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 	}, nil
 }
 
-// absLabels returns the label files as absolute paths: the job records
-// them, and its hand-back names them relative to its directory.
-func absLabels(train, val string) (finetune.Labels, error) {
-	var l finetune.Labels
-	var err error
-	if l.Train, err = filepath.Abs(train); err != nil {
-		return l, err
-	}
-	if val != "" {
-		l.Val, err = filepath.Abs(val)
-	}
-	return l, err
+// jobBar shows a job's progress: its steps, loss and ETA, and the lines
+// its log gains.
+type jobBar struct {
+	c    *cli.Context
+	bar  *progressbar.ProgressBar
+	tail *logTail
+	eta  time.Duration // the trainer's estimate (train_sft.py's eta_s)
 }
 
-// followJob follows a job to its end with a progress bar, logging what the
-// job writes to its log, and hands it back.
-func followJob(c *cli.Context, b finetune.Backend, job finetune.Job, st finetune.State) error {
-	log := loggerFrom(c)
-	bar := newProgress(c, -1, "train", "steps")
-	tail := newLogTail(job.Path(st.LogPath))
-	var eta time.Duration // the trainer's estimate (train_sft.py's eta_s)
-	show := func(st finetune.State) {
-		for _, line := range tail.lines() {
-			log.Info("trainer", "line", line)
+func newJobBar(c *cli.Context) *jobBar { return &jobBar{c: c} }
+
+func (j *jobBar) show(st finetune.State) {
+	if j.bar == nil {
+		j.bar = newProgress(j.c, -1, "train", "steps")
+	}
+	if j.tail == nil && st.LogPath != "" {
+		j.tail = newLogTail(finetune.Job{Dir: j.c.Path("out")}.Path(st.LogPath))
+	}
+	if j.tail != nil {
+		for _, line := range j.tail.lines() {
+			loggerFrom(j.c).Info("trainer", "line", line)
 			if p, ok := trainer.ParseProgress(line); ok {
 				if s, ok := p.Metrics["eta_s"]; ok {
-					eta = time.Duration(s * float64(time.Second)).Round(time.Second)
+					j.eta = time.Duration(s * float64(time.Second)).Round(time.Second)
 				}
 			}
 		}
-		if st.TotalSteps > 0 {
-			bar.ChangeMax64(int64(st.TotalSteps))
-			bar.Set(st.Step)
-		}
-		desc := fmt.Sprintf("train %s: %s", st.ID, st.Status)
-		if st.Loss != 0 {
-			desc += fmt.Sprintf(", loss %.4f", st.Loss)
-		}
-		if st.Status == finetune.StatusRunning && eta > 0 {
-			desc += ", ETA " + eta.String()
-		}
-		bar.Describe(desc)
 	}
-	show(st)
-	st, err := finetune.Follow(c.Context, b, job, st, finetune.FollowOptions{Interval: c.Duration("poll-interval"), OnUpdate: show})
-	show(st)
-	bar.Finish()
-	if err != nil {
-		if c.Context.Err() != nil {
-			fmt.Fprintf(c.App.ErrWriter, "distill train: stopped following; the job %s goes on (distill train status %s, distill train --out %s to re-attach, distill train cancel %s)\n",
-				st.ID, job.Dir, job.Dir, job.Dir)
-		}
-		return err
+	if st.TotalSteps > 0 {
+		j.bar.ChangeMax64(int64(st.TotalSteps))
+		j.bar.Set(st.Step)
 	}
-	if err := printJob(c, job, st); err != nil {
-		return err
+	desc := fmt.Sprintf("train %s: %s", st.ID, st.Status)
+	if st.Loss != 0 {
+		desc += fmt.Sprintf(", loss %.4f", st.Loss)
 	}
-	switch st.Status {
-	case finetune.StatusFailed:
-		return fmt.Errorf("train: job %s failed: %s", st.ID, st.Message)
-	case finetune.StatusCancelled:
-		return fmt.Errorf("train: job %s was cancelled", st.ID)
+	if st.Status == finetune.StatusRunning && j.eta > 0 {
+		desc += ", ETA " + j.eta.String()
 	}
-	return nil
+	j.bar.Describe(desc)
 }
 
-// printJob writes a job's state on stdout, and for a succeeded job writes
-// and shows its hand-back.
-func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
+func (j *jobBar) finish() {
+	if j.bar != nil {
+		j.bar.Finish()
+	}
+}
+
+// printJob writes a job's state on stdout, and for a succeeded job its
+// hand-back (h, which finetune wrote).
+func printJob(c *cli.Context, job finetune.Job, st finetune.State, h *judge.Handback) error {
 	rows := [][2]any{
 		{"job", fmt.Sprintf("%s on %s", st.ID, st.Backend)},
 		{"status", string(st.Status)},
@@ -385,14 +328,7 @@ func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
 	if st.LogPath != "" {
 		rows = append(rows, [2]any{"log", job.Path(st.LogPath)})
 	}
-	if st.Status == finetune.StatusSucceeded {
-		h, err := finetune.NewHandback(job, st)
-		if err != nil {
-			return err
-		}
-		if err := judge.WriteHandback(job.Dir, h); err != nil {
-			return err
-		}
+	if h != nil {
 		for _, r := range [][2]string{{"fine-tuned model", h.FineTunedModel}, {"adapter", h.AdapterDir}, {"model file", h.ModelFile}} {
 			if r[1] != "" {
 				rows = append(rows, [2]any{r[0], r[1]})
@@ -418,7 +354,7 @@ func printJob(c *cli.Context, job finetune.Job, st finetune.State) error {
 		if err := printCounts(c.App.Writer, rows); err != nil {
 			return err
 		}
-		return chatTemplateError(job, st, h)
+		return chatTemplateError(job, st, *h)
 	}
 	return printCounts(c.App.Writer, rows)
 }
@@ -487,7 +423,11 @@ func trainJobAction(op func(b finetune.Backend, ctx context.Context, job finetun
 				fmt.Fprintf(c.App.Writer, "cancelled the job %s (it was %s)\n", rec.State.ID, rec.State.Status)
 			}
 		}
-		return printJob(c, rec.Job, st)
+		h, err := finetune.HandBack(rec.Job, st)
+		if err != nil {
+			return err
+		}
+		return printJob(c, rec.Job, st, h)
 	}
 }
 
