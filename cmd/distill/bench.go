@@ -118,26 +118,9 @@ func benchAction(c *cli.Context) error {
 	case c.Int("limit") < 0 || c.Int("workers") < 1 || c.Int("parallel") < 0:
 		return usageErrorf("bench: --limit and --parallel must not be negative, --workers at least 1")
 	}
-	shard, err := data.ParseShard(c.String("shard"))
+	opts, err := benchOptions(c)
 	if err != nil {
-		return usageErrorf("bench: --shard: %w", err)
-	}
-	scoring, err := eval.ParseScoring(c.String("scoring"))
-	if err != nil {
-		return usageErrorf("bench: --scoring: %w", err)
-	}
-	opts := eval.Options{
-		Shard: shard, Scoring: scoring,
-		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
-		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
-	}
-	if c.Bool("paper") {
-		opts.Paper = eval.PaperHotpotQABM25()
-	}
-	for _, v := range strings.Split(c.String("variants"), ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			opts.Variants = append(opts.Variants, v)
-		}
+		return err
 	}
 
 	// Questions and index.
@@ -151,22 +134,11 @@ func benchAction(c *cli.Context) error {
 	if questionsPath == "" && opts.Out == "" {
 		opts.Out = defaultBenchOut
 	}
-	var retriever rollout.Retriever
-	if dir := c.String("index"); dir != "" {
-		x, err := openIndex(c, dir)
-		if err != nil {
-			return err
-		}
-		defer x.Close()
-		retriever, opts.Retriever = x, "bm25 "+dir
-	} else {
-		x, cleanup, err := tempIndex(c.Context, passages)
-		if err != nil {
-			return err
-		}
-		defer cleanup()
-		retriever, opts.Retriever = x, "bm25 of the "+datasetSample+" corpus (temporary)"
+	retriever, closeIndex, err := benchIndex(c, &opts, passages)
+	if err != nil {
+		return err
 	}
+	defer closeIndex()
 
 	models, err := newBenchModels(c, retriever)
 	if err != nil {
@@ -206,6 +178,51 @@ func benchAction(c *cli.Context) error {
 		loggerFrom(c).Info("written", "file", filepath.Join(opts.Out, f))
 	}
 	return nil
+}
+
+// benchOptions reads the flags of eval.Options that need no file.
+func benchOptions(c *cli.Context) (eval.Options, error) {
+	shard, err := data.ParseShard(c.String("shard"))
+	if err != nil {
+		return eval.Options{}, usageErrorf("bench: --shard: %w", err)
+	}
+	scoring, err := eval.ParseScoring(c.String("scoring"))
+	if err != nil {
+		return eval.Options{}, usageErrorf("bench: --scoring: %w", err)
+	}
+	opts := eval.Options{
+		Shard: shard, Scoring: scoring,
+		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
+		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
+	}
+	if c.Bool("paper") {
+		opts.Paper = eval.PaperHotpotQABM25()
+	}
+	for _, v := range strings.Split(c.String("variants"), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			opts.Variants = append(opts.Variants, v)
+		}
+	}
+	return opts, nil
+}
+
+// benchIndex opens --index, or builds a temporary index of the sample's
+// passages, and names it in opts; the function it returns closes it.
+func benchIndex(c *cli.Context, opts *eval.Options, passages []data.Passage) (rollout.Retriever, func(), error) {
+	if dir := c.String("index"); dir != "" {
+		x, err := openIndex(c, dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		opts.Retriever = "bm25 " + dir
+		return x, func() { x.Close() }, nil
+	}
+	x, cleanup, err := tempIndex(c.Context, passages)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Retriever = "bm25 of the " + datasetSample + " corpus (temporary)"
+	return x, cleanup, nil
 }
 
 // benchQuestions loads --questions (or the sample) into opts and returns

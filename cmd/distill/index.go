@@ -71,88 +71,98 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.BoolFlag{Name: "recreate", Usage: "--kind elasticsearch: delete and load again an index that exists"},
 			&cli.DurationFlag{Name: "request-timeout", Value: llm.DefaultTimeout, Usage: "time limit of one embedding request (retried)"},
 		},
-		Action: func(c *cli.Context) error {
-			out, kind := c.Path("out"), c.String("kind")
-			switch {
-			case kind != bm25.Name && kind != dense.Name && kind != elastic.Name:
-				return usageErrorf("index: unknown --kind %q (want %s, %s or %s)", kind, bm25.Name, dense.Name, elastic.Name)
-			case kind == elastic.Name && (c.String("es-url") == "" || c.String("es-index") == ""):
-				return usageErrorf("index: --kind %s needs --es-url and --es-index", elastic.Name)
-			case kind != elastic.Name && out == "":
-				return usageErrorf("index: --out is required")
-			case kind == dense.Name && c.String("embed-model") == "":
-				return usageErrorf("index: --kind %s needs --embed-model", dense.Name)
-			}
-			var (
-				src    bm25.Source
-				name   string
-				total  int64 = -1
-				closer func() error
-			)
-			switch {
-			case c.String("dataset") != "" && c.Path("corpus") != "":
-				return usageErrorf("index: give --corpus or --dataset, not both")
-			case c.String("dataset") == datasetSample:
-				w := synth.Sample()
-				src, name, total = data.NewPassageSlice(w.Passages), "dataset "+datasetSample, int64(len(w.Passages))
-			case c.String("dataset") != "":
-				return usageErrorf("index: unknown --dataset %q (bundled: %s)", c.String("dataset"), datasetSample)
-			case c.Path("corpus") == "":
-				return usageErrorf("index: --corpus or --dataset is required")
-			default:
-				path := c.Path("corpus")
-				format, err := corpusFormat(path, c.String("corpus-format"))
-				if err != nil {
-					return err
-				}
-				r, err := data.OpenCorpus(path, format)
-				if err != nil {
-					return err
-				}
-				closer = r.Close
-				name = path
-				if format == data.CorpusParquet {
-					total = r.Rows()
-				}
-				src = r
-				if c.Bool("skip-bad") {
-					log := loggerFrom(c)
-					src = &data.SkipBad{Source: r, OnBad: func(e *data.RecordError) { log.Warn("skipped bad passage", "err", e) }}
-				}
-			}
-			if closer != nil {
-				defer closer()
-			}
-			switch kind {
-			case dense.Name:
-				return indexDense(c, src, name, total)
-			case elastic.Name:
-				return indexElastic(c, src, total)
-			}
-			bar := newProgress(c, total, "indexing", "passages")
-			st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
-				K1: c.Float64("k1"), B: c.Float64("b"), LuceneNorms: c.Bool("lucene-norms"), Overwrite: c.Bool("overwrite"), SourceName: name,
-				Progress: func(n int64) { bar.Set64(n) },
-			})
-			bar.Finish()
-			if errors.Is(err, bm25.ErrExists) {
-				return usageErrorf("index: %s is not empty: use --overwrite to replace it, or another --out", out)
-			}
-			if err != nil {
-				return err
-			}
-			rows := [][2]any{
-				{"index", out}, {"passages", st.Passages}, {"terms", st.Terms}, {"postings", st.Postings},
-				{"average length (terms)", fmt.Sprintf("%.1f", st.AvgDocLen)},
-				{"size", fmt.Sprintf("%.1f MiB (%.0f bytes/passage)", float64(st.IndexBytes)/(1<<20), float64(st.IndexBytes)/float64(max(st.Passages, 1)))},
-				{"time", fmt.Sprintf("%.2fs (%.0f passages/s)", st.Elapsed.Seconds(), float64(st.Passages)/st.Elapsed.Seconds())},
-			}
-			if s, ok := src.(*data.SkipBad); ok {
-				rows = append(rows, [2]any{"bad records skipped", s.Skipped})
-			}
-			return printCounts(c.App.Writer, rows)
-		},
+		Action: indexAction,
 	})
+}
+
+func indexAction(c *cli.Context) error {
+	out, kind := c.Path("out"), c.String("kind")
+	switch {
+	case kind != bm25.Name && kind != dense.Name && kind != elastic.Name:
+		return usageErrorf("index: unknown --kind %q (want %s, %s or %s)", kind, bm25.Name, dense.Name, elastic.Name)
+	case kind == elastic.Name && (c.String("es-url") == "" || c.String("es-index") == ""):
+		return usageErrorf("index: --kind %s needs --es-url and --es-index", elastic.Name)
+	case kind != elastic.Name && out == "":
+		return usageErrorf("index: --out is required")
+	case kind == dense.Name && c.String("embed-model") == "":
+		return usageErrorf("index: --kind %s needs --embed-model", dense.Name)
+	}
+	src, name, total, closer, err := indexSource(c)
+	if err != nil {
+		return err
+	}
+	if closer != nil {
+		defer closer()
+	}
+	switch kind {
+	case dense.Name:
+		return indexDense(c, src, name, total)
+	case elastic.Name:
+		return indexElastic(c, src, total)
+	}
+	return indexBM25(c, src, name, total)
+}
+
+// indexSource opens the passages that --corpus or --dataset names: the
+// source, its name, its size (-1: unknown) and what closes it.
+func indexSource(c *cli.Context) (src bm25.Source, name string, total int64, closer func() error, err error) {
+	total = -1
+	switch {
+	case c.String("dataset") != "" && c.Path("corpus") != "":
+		return nil, "", 0, nil, usageErrorf("index: give --corpus or --dataset, not both")
+	case c.String("dataset") == datasetSample:
+		w := synth.Sample()
+		return data.NewPassageSlice(w.Passages), "dataset " + datasetSample, int64(len(w.Passages)), nil, nil
+	case c.String("dataset") != "":
+		return nil, "", 0, nil, usageErrorf("index: unknown --dataset %q (bundled: %s)", c.String("dataset"), datasetSample)
+	case c.Path("corpus") == "":
+		return nil, "", 0, nil, usageErrorf("index: --corpus or --dataset is required")
+	}
+	path := c.Path("corpus")
+	format, err := corpusFormat(path, c.String("corpus-format"))
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	r, err := data.OpenCorpus(path, format)
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	if format == data.CorpusParquet {
+		total = r.Rows()
+	}
+	src = r
+	if c.Bool("skip-bad") {
+		log := loggerFrom(c)
+		src = &data.SkipBad{Source: r, OnBad: func(e *data.RecordError) { log.Warn("skipped bad passage", "err", e) }}
+	}
+	return src, path, total, r.Close, nil
+}
+
+// indexBM25 builds a BM25 index.
+func indexBM25(c *cli.Context, src bm25.Source, name string, total int64) error {
+	out := c.Path("out")
+	bar := newProgress(c, total, "indexing", "passages")
+	st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
+		K1: c.Float64("k1"), B: c.Float64("b"), LuceneNorms: c.Bool("lucene-norms"), Overwrite: c.Bool("overwrite"), SourceName: name,
+		Progress: func(n int64) { bar.Set64(n) },
+	})
+	bar.Finish()
+	if errors.Is(err, bm25.ErrExists) {
+		return usageErrorf("index: %s is not empty: use --overwrite to replace it, or another --out", out)
+	}
+	if err != nil {
+		return err
+	}
+	rows := [][2]any{
+		{"index", out}, {"passages", st.Passages}, {"terms", st.Terms}, {"postings", st.Postings},
+		{"average length (terms)", fmt.Sprintf("%.1f", st.AvgDocLen)},
+		{"size", fmt.Sprintf("%.1f MiB (%.0f bytes/passage)", float64(st.IndexBytes)/(1<<20), float64(st.IndexBytes)/float64(max(st.Passages, 1)))},
+		{"time", fmt.Sprintf("%.2fs (%.0f passages/s)", st.Elapsed.Seconds(), float64(st.Passages)/st.Elapsed.Seconds())},
+	}
+	if s, ok := src.(*data.SkipBad); ok {
+		rows = append(rows, [2]any{"bad records skipped", s.Skipped})
+	}
+	return printCounts(c.App.Writer, rows)
 }
 
 // indexDense builds a dense index.
