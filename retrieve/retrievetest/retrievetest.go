@@ -46,20 +46,34 @@ type Open func(t *testing.T, corpus []data.Passage) retrieve.Retriever
 // builds.
 func Run(t *testing.T, open Open) {
 	corpus := Corpus()
-	r := open(t, corpus)
-	byID := make(map[string]data.Passage, len(corpus))
+	s := &suite{r: open(t, corpus), corpus: corpus, byID: make(map[string]data.Passage, len(corpus)), ctx: context.Background()}
 	for _, p := range corpus {
-		byID[p.ID] = p
+		s.byID[p.ID] = p
 	}
-	ctx := context.Background()
+	s.queries(t)
+	s.ranking(t)
+	s.concurrency(t)
+}
 
-	search := func(t *testing.T, q retrieve.Query) []retrieve.Hit {
-		t.Helper()
-		hits := Search(ctx, t, r, q)
-		checkHits(t, q, hits, byID)
-		return hits
-	}
+// suite is the backend under test with its corpus.
+type suite struct {
+	r      retrieve.Retriever
+	corpus []data.Passage
+	byID   map[string]data.Passage
+	ctx    context.Context
+}
 
+// search searches and checks the clauses every result must meet.
+func (s *suite) search(t *testing.T, q retrieve.Query) []retrieve.Hit {
+	t.Helper()
+	hits := Search(s.ctx, t, s.r, q)
+	checkHits(t, q, hits, s.byID)
+	return hits
+}
+
+// queries checks the answers to single queries.
+func (s *suite) queries(t *testing.T) {
+	r, corpus, ctx, search := s.r, s.corpus, s.ctx, s.search
 	t.Run("BadK", func(t *testing.T) {
 		for _, k := range []int{0, -1} {
 			_, err := r.Search(ctx, retrieve.Query{Text: "lighthouse", K: k})
@@ -125,6 +139,11 @@ func Run(t *testing.T, open Open) {
 		}
 	})
 
+}
+
+// ranking checks the ranking: titles only, determinism, copies.
+func (s *suite) ranking(t *testing.T) {
+	r, corpus, byID, ctx, search := s.r, s.corpus, s.byID, s.ctx, s.search
 	t.Run("TitlesOnly", func(t *testing.T) {
 		q := retrieve.Query{Text: "journal keeper lighthouse Varnholt", K: 7, Exclude: []string{corpus[0].ID}}
 		full := search(t, q)
@@ -169,6 +188,11 @@ func Run(t *testing.T, open Open) {
 		}
 	})
 
+}
+
+// concurrency checks concurrent and cancelled searches.
+func (s *suite) concurrency(t *testing.T) {
+	r, corpus, ctx, search := s.r, s.corpus, s.ctx, s.search
 	t.Run("Concurrent", func(t *testing.T) {
 		queries := make([]retrieve.Query, 20)
 		want := make([][]retrieve.Hit, len(queries))
