@@ -283,25 +283,10 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
 	}
-	if cfg.Flavor != "" && cfg.Flavor != flavor {
-		return st, fmt.Errorf("%s: the cluster at %s is %s %s, not %s", op, c.where(), flavor, version, cfg.Flavor)
-	}
 	st.Flavor, st.Version = flavor, version
-	if opts.Vectors != nil && flavor == Elasticsearch && majorVersion(version) < 8 {
-		return st, fmt.Errorf("%s: dense vectors need Elasticsearch 8 or later, the cluster runs %s", op, version)
-	}
-	exists, err := c.exists(ctx, cfg.Index)
+	exists, found, err := c.preflight(ctx, cfg, opts, flavor, version)
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
-	}
-	var found *loadMeta
-	if exists && !opts.Recreate {
-		if found, err = c.loadMeta(ctx, cfg.Index); err != nil {
-			return st, fmt.Errorf("%s: %w", op, err)
-		}
-		if found == nil || found.State != loadRunning {
-			return st, fmt.Errorf("%s at %s: %w (recreate it to replace it)", op, c.where(), ErrExists)
-		}
 	}
 
 	// The first batch is read (and embedded, when the vector size is to be
@@ -311,24 +296,9 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	if err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
 	}
-	if v := opts.Vectors; v != nil {
-		l.dims = v.Dims
-		if l.dims == 0 {
-			if len(first.ps) == 0 {
-				return st, fmt.Errorf("%s: no passages to learn the vector size from: set the dimensions", op)
-			}
-			if first.vecs, err = l.embed(ctx, first.ps); err != nil {
-				return st, fmt.Errorf("%s: %w", op, err)
-			}
-			for _, v := range first.vecs {
-				if len(v) > 0 {
-					l.dims = len(v)
-					break
-				}
-			}
-			if l.dims == 0 {
-				return st, fmt.Errorf("%s: the first %d passages have no vectors: set the dimensions", op, len(first.ps))
-			}
+	if opts.Vectors != nil {
+		if err := l.learnDims(ctx, &first); err != nil {
+			return st, fmt.Errorf("%s: %w", op, err)
 		}
 		st.Dims = l.dims
 	}
@@ -344,26 +314,13 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 	switch {
 	case found != nil && found.Digest != meta.Digest:
 		return st, fmt.Errorf("%s at %s: %w: its load was interrupted, and with other settings (recreate it to replace it)", op, c.where(), ErrExists)
-	case found != nil:
-		// Go on with the interrupted load: the index is the one these
-		// options make.
-	default:
-		if exists {
-			if _, _, err := c.call(ctx, "delete index", esapi.IndicesDeleteRequest{Index: []string{cfg.Index}}); err != nil && !errors.Is(err, ErrNotFound) {
-				return st, fmt.Errorf("%s: %w", op, err)
-			}
-		}
-		if body, err = withMeta(body, meta); err != nil {
-			return st, fmt.Errorf("%s: %w", op, err)
-		}
-		if _, _, err := c.call(ctx, "create index", esapi.IndicesCreateRequest{Index: cfg.Index, Body: bytes.NewReader(body)}); err != nil {
-			var e *Error
-			if errors.As(err, &e) && e.Type == "resource_already_exists_exception" {
-				return st, fmt.Errorf("%s at %s: %w (created meanwhile by someone else)", op, c.where(), ErrExists)
-			}
+	case found == nil:
+		if err := c.create(ctx, cfg.Index, exists, body, meta); err != nil {
 			return st, fmt.Errorf("%s: %w", op, err)
 		}
 	}
+	// else: go on with the interrupted load: the index is the one these
+	// options make.
 
 	var failed []ItemError
 	err = l.run(ctx, src, first, eof, func(o outcome) {
@@ -385,19 +342,8 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 		return st, fmt.Errorf("%s: stopped after %d passages, the index is incomplete: %w", op, st.Passages, err)
 	}
 
-	// Back to the default refresh interval, then make everything visible.
-	reset := []byte(`{"index":{"refresh_interval":null}}`)
-	if _, _, err := c.call(ctx, "index settings", esapi.IndicesPutSettingsRequest{Index: []string{cfg.Index}, Body: bytes.NewReader(reset)}); err != nil {
-		return st, fmt.Errorf("%s: %w", op, err)
-	}
-	if _, _, err := c.call(ctx, "refresh", esapi.IndicesRefreshRequest{Index: []string{cfg.Index}}); err != nil {
-		return st, fmt.Errorf("%s: %w", op, err)
-	}
-	if st.Docs, err = c.count(ctx, cfg.Index); err != nil {
-		return st, fmt.Errorf("%s: %w", op, err)
-	}
-	meta.State, meta.Passages = loadComplete, st.Passages
-	if err := c.putMeta(ctx, cfg.Index, meta); err != nil {
+	meta.Passages = st.Passages
+	if st.Docs, err = c.complete(ctx, cfg.Index, meta); err != nil {
 		return st, fmt.Errorf("%s: %w", op, err)
 	}
 	st.Elapsed = time.Since(start)
@@ -412,6 +358,95 @@ func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats,
 			op, st.Loaded, st.Docs, st.Loaded-st.Docs))
 	}
 	return st, errors.Join(errs...)
+}
+
+// preflight checks that the cluster can hold the index, and says whether
+// it exists and, when it is the index of an interrupted load to go on
+// with, that load's meta.
+func (c *client) preflight(ctx context.Context, cfg Config, opts LoadOptions, flavor Flavor, version string) (exists bool, found *loadMeta, err error) {
+	if cfg.Flavor != "" && cfg.Flavor != flavor {
+		return false, nil, fmt.Errorf("the cluster at %s is %s %s, not %s", c.where(), flavor, version, cfg.Flavor)
+	}
+	if opts.Vectors != nil && flavor == Elasticsearch && majorVersion(version) < 8 {
+		return false, nil, fmt.Errorf("dense vectors need Elasticsearch 8 or later, the cluster runs %s", version)
+	}
+	if exists, err = c.exists(ctx, cfg.Index); err != nil {
+		return false, nil, err
+	}
+	if !exists || opts.Recreate {
+		return exists, nil, nil
+	}
+	if found, err = c.loadMeta(ctx, cfg.Index); err != nil {
+		return exists, nil, err
+	}
+	if found == nil || found.State != loadRunning {
+		return exists, nil, fmt.Errorf("at %s: %w (recreate it to replace it)", c.where(), ErrExists)
+	}
+	return exists, found, nil
+}
+
+// learnDims sets l.dims from the vector options, or from the vectors of
+// the first job, which it embeds.
+func (l *loader) learnDims(ctx context.Context, first *job) error {
+	l.dims = l.opts.Vectors.Dims
+	if l.dims > 0 {
+		return nil
+	}
+	if len(first.ps) == 0 {
+		return errors.New("no passages to learn the vector size from: set the dimensions")
+	}
+	var err error
+	if first.vecs, err = l.embed(ctx, first.ps); err != nil {
+		return err
+	}
+	for _, v := range first.vecs {
+		if len(v) > 0 {
+			l.dims = len(v)
+			return nil
+		}
+	}
+	return fmt.Errorf("the first %d passages have no vectors: set the dimensions", len(first.ps))
+}
+
+// create creates the index with its settings and mappings (body) and the
+// load's meta, deleting the one that exists first.
+func (c *client) create(ctx context.Context, index string, exists bool, body []byte, meta loadMeta) error {
+	if exists {
+		if _, _, err := c.call(ctx, "delete index", esapi.IndicesDeleteRequest{Index: []string{index}}); err != nil && !errors.Is(err, ErrNotFound) {
+			return err
+		}
+	}
+	body, err := withMeta(body, meta)
+	if err != nil {
+		return err
+	}
+	if _, _, err := c.call(ctx, "create index", esapi.IndicesCreateRequest{Index: index, Body: bytes.NewReader(body)}); err != nil {
+		var e *Error
+		if errors.As(err, &e) && e.Type == "resource_already_exists_exception" {
+			return fmt.Errorf("at %s: %w (created meanwhile by someone else)", c.where(), ErrExists)
+		}
+		return err
+	}
+	return nil
+}
+
+// complete ends a load: the default refresh interval again, everything
+// made visible, the load's meta marked complete; it returns the number of
+// documents the index holds.
+func (c *client) complete(ctx context.Context, index string, meta loadMeta) (int64, error) {
+	reset := []byte(`{"index":{"refresh_interval":null}}`)
+	if _, _, err := c.call(ctx, "index settings", esapi.IndicesPutSettingsRequest{Index: []string{index}, Body: bytes.NewReader(reset)}); err != nil {
+		return 0, err
+	}
+	if _, _, err := c.call(ctx, "refresh", esapi.IndicesRefreshRequest{Index: []string{index}}); err != nil {
+		return 0, err
+	}
+	docs, err := c.count(ctx, index)
+	if err != nil {
+		return 0, err
+	}
+	meta.State = loadComplete
+	return docs, c.putMeta(ctx, index, meta)
 }
 
 func majorVersion(v string) int {
