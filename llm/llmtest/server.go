@@ -296,56 +296,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.record(rec)
 		return
 	}
-	if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
-		rec.Status = http.StatusUnauthorized
+	rt, e := s.admit(r, &rec)
+	if e != nil {
+		rec.Status = e.status
 		s.record(rec)
-		writeError(w, rec.Status, "Incorrect API key provided.", "invalid_request_error", "invalid_api_key", "")
+		writeError(w, rec.Status, e.msg, "invalid_request_error", e.code, e.param)
 		return
-	}
-	var (
-		chat bool
-		op   *batchOp    // a files or batches request
-		ft   *fineTuneOp // a fine-tuning request
-	)
-	switch r.URL.Path {
-	case "/v1/chat/completions", "/chat/completions":
-		chat = true
-	case "/v1/embeddings", "/embeddings":
-	default:
-		var e *apiError
-		if isFineTunePath(r.URL.Path) {
-			ft, e = s.prepareFineTuneOp(r, rec.Body)
-		} else {
-			op, e = s.prepareBatchOp(r, rec.Body)
-		}
-		if e != nil {
-			rec.Status = e.status
-			s.record(rec)
-			writeError(w, rec.Status, e.msg, "invalid_request_error", e.code, e.param)
-			return
-		}
-	}
-	if op == nil && ft == nil {
-		if r.Method != http.MethodPost {
-			rec.Status = http.StatusMethodNotAllowed
-			s.record(rec)
-			writeError(w, rec.Status, "Method not allowed", "invalid_request_error", "", "")
-			return
-		}
-		if msg, param := decode(&rec, chat); msg != "" {
-			rec.Status = http.StatusBadRequest
-			s.record(rec)
-			writeError(w, rec.Status, msg, "invalid_request_error", "", param)
-			return
-		}
-	}
-	if chat {
-		if msg := s.unsupported(rec.ResponseFormat); msg != "" {
-			rec.Status = http.StatusBadRequest
-			s.record(rec)
-			writeError(w, rec.Status, msg, "invalid_request_error", "", "response_format")
-			return
-		}
 	}
 
 	s.mu.Lock()
@@ -370,23 +326,70 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	var answer []byte
 	ctype := "application/json"
 	switch {
-	case op != nil:
+	case rt.op != nil:
 		// 429, 5xx and hangs change nothing; a malformed or truncated
 		// answer comes after the work is done, as when the response is
 		// lost on its way back.
 		if rec.Fault == None || rec.Fault == Malformed || rec.Fault == Truncated {
-			answer, ctype = s.applyBatchOp(op)
+			answer, ctype = s.applyBatchOp(rt.op)
 		}
-	case ft != nil:
+	case rt.ft != nil:
 		// As for batches.
 		if rec.Fault == None || rec.Fault == Malformed || rec.Fault == Truncated {
-			answer = s.applyFineTuneOp(ft)
+			answer = s.applyFineTuneOp(rt.ft)
 		}
-	case chat:
+	case rt.chat:
 		answer = s.chatAnswer(rec, seq)
 	default:
 		answer = s.embeddingAnswer(rec)
 	}
+	s.respond(w, rec, answer, ctype)
+}
+
+// asked is what a request asks for: a chat completion, embeddings (none
+// of these), a files or batches request, or a fine-tuning request.
+type asked struct {
+	chat bool
+	op   *batchOp
+	ft   *fineTuneOp
+}
+
+// admit reads a request into rec and says what it asks for, or why it is
+// refused.
+func (s *Server) admit(r *http.Request, rec *Request) (asked, *apiError) {
+	var rt asked
+	if s.opts.APIKey != "" && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
+		return rt, &apiError{status: http.StatusUnauthorized, msg: "Incorrect API key provided.", code: "invalid_api_key"}
+	}
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		rt.chat = true
+	case "/v1/embeddings", "/embeddings":
+	default:
+		var e *apiError
+		if isFineTunePath(r.URL.Path) {
+			rt.ft, e = s.prepareFineTuneOp(r, rec.Body)
+		} else {
+			rt.op, e = s.prepareBatchOp(r, rec.Body)
+		}
+		return rt, e
+	}
+	if r.Method != http.MethodPost {
+		return rt, &apiError{status: http.StatusMethodNotAllowed, msg: "Method not allowed"}
+	}
+	if msg, param := decode(rec, rt.chat); msg != "" {
+		return rt, &apiError{status: http.StatusBadRequest, msg: msg, param: param}
+	}
+	if rt.chat {
+		if msg := s.unsupported(rec.ResponseFormat); msg != "" {
+			return rt, &apiError{status: http.StatusBadRequest, msg: msg, param: "response_format"}
+		}
+	}
+	return rt, nil
+}
+
+// respond records the request and answers it, as its fault says.
+func (s *Server) respond(w http.ResponseWriter, rec Request, answer []byte, ctype string) {
 	switch rec.Fault {
 	case RateLimited:
 		rec.Status = http.StatusTooManyRequests
