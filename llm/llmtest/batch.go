@@ -434,7 +434,53 @@ func (s *Server) poll(id string) []byte {
 	s.mu.Lock()
 	b := s.batches[id]
 	now := time.Now().Unix()
-	final := ""
+	final := s.advanceBatch(b, now)
+	if final == "" {
+		out := b.object()
+		s.mu.Unlock()
+		return out
+	}
+	fates := s.fates(b, final)
+	seq := s.seq
+	s.seq += len(b.lines)
+	b.finishing = true
+	if final == statusCancelled {
+		if b.status != statusCancelling {
+			b.status, b.cancellingAt = statusCancelling, now
+		}
+	} else {
+		b.status, b.finalizingAt = statusFinalizing, now
+	}
+	s.mu.Unlock()
+
+	// The answers are written without the lock because Answer is the
+	// caller's code.
+	output, errorsOut, completed, failed := s.writeLines(b, fates, seq)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now = time.Now().Unix()
+	if output.Len() > 0 {
+		b.outputFileID = s.storeFile(&file{name: b.id + "_output.jsonl", purpose: "batch_output", created: now, data: output.Bytes()})
+	}
+	if errorsOut.Len() > 0 {
+		b.errorFileID = s.storeFile(&file{name: b.id + "_error.jsonl", purpose: "batch_output", created: now, data: errorsOut.Bytes()})
+	}
+	b.completed, b.failed, b.finishing, b.status = completed, failed, false, final
+	switch final {
+	case statusCompleted:
+		b.completedAt = now
+	case statusExpired:
+		b.expiredAt = now
+	case statusCancelled:
+		b.cancelledAt = now
+	}
+	return b.object()
+}
+
+// advanceBatch moves a batch one poll on (s.mu held) and returns the status it
+// ends in when this poll ends it, else "".
+func (s *Server) advanceBatch(b *batch, now int64) (final string) {
 	switch {
 	case b.finishing:
 	case b.status == statusValidating:
@@ -464,15 +510,12 @@ func (s *Server) poll(id string) []byte {
 	case b.status == statusCancelling:
 		final = statusCancelled
 	}
-	if final == "" {
-		out := b.object()
-		s.mu.Unlock()
-		return out
-	}
+	return final
+}
 
-	// Decide every line's fate now, drawing from the seeded source in line
-	// order; the answers are written without the lock because Answer is
-	// the caller's code.
+// fates decides every line's fate in a batch that ends in final (s.mu
+// held), drawing from the seeded source in line order.
+func (s *Server) fates(b *batch, final string) []lineFate {
 	fates := make([]lineFate, len(b.lines))
 	done := len(b.lines)
 	switch {
@@ -493,20 +536,12 @@ func (s *Server) poll(id string) []byte {
 			fates[i] = fateError
 		}
 	}
-	seq := s.seq
-	s.seq += len(b.lines)
-	b.finishing = true
-	if final == statusCancelled {
-		if b.status != statusCancelling {
-			b.status, b.cancellingAt = statusCancelling, now
-		}
-	} else {
-		b.status, b.finalizingAt = statusFinalizing, now
-	}
-	s.mu.Unlock()
+	return fates
+}
 
-	var output, errorsOut bytes.Buffer
-	var completed, failed int
+// writeLines writes the lines of the output and error files of a batch,
+// as their fates say; the answers take the sequence numbers after seq.
+func (s *Server) writeLines(b *batch, fates []lineFate, seq int) (output, errorsOut bytes.Buffer, completed, failed int) {
 	for i, l := range b.lines {
 		reqID := fmt.Sprintf("%s_%d", strings.TrimPrefix(b.id, "batch_"), i+1)
 		line := map[string]any{"id": "batch_req_" + reqID, "custom_id": l.customID, "response": nil, "error": nil}
@@ -537,26 +572,7 @@ func (s *Server) poll(id string) []byte {
 		dst.Write(raw)
 		dst.WriteByte('\n')
 	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now = time.Now().Unix()
-	if output.Len() > 0 {
-		b.outputFileID = s.storeFile(&file{name: b.id + "_output.jsonl", purpose: "batch_output", created: now, data: output.Bytes()})
-	}
-	if errorsOut.Len() > 0 {
-		b.errorFileID = s.storeFile(&file{name: b.id + "_error.jsonl", purpose: "batch_output", created: now, data: errorsOut.Bytes()})
-	}
-	b.completed, b.failed, b.finishing, b.status = completed, failed, false, final
-	switch final {
-	case statusCompleted:
-		b.completedAt = now
-	case statusExpired:
-		b.expiredAt = now
-	case statusCancelled:
-		b.cancelledAt = now
-	}
-	return b.object()
+	return output, errorsOut, completed, failed
 }
 
 // batchResponse is the response member of an output or error file line.
