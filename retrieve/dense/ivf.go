@@ -416,54 +416,11 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 	if err := km.assignRows(ctx, vf, labels); err != nil {
 		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
 	}
-	listOff := make([]uint64, nlist+1)
-	for _, l := range labels {
-		listOff[l+1]++
-	}
 	st := IVFStats{NList: nlist, Sample: sample, Iterations: done}
-	for j := range nlist {
-		size := int(listOff[j+1])
-		st.LargestList = max(st.LargestList, size)
-		if size == 0 {
-			st.EmptyLists++
-		}
-		listOff[j+1] += listOff[j]
-	}
-	next := slices.Clone(listOff[:nlist])
-	members := make([]uint32, n)
-	for r, l := range labels {
-		members[next[l]] = uint32(r)
-		next[l]++
-	}
+	listOff, members := invertLists(labels, nlist, &st)
 	h := newIVFHeader(nlist, dim, vf.h.Precision, n, vf.h.BuildID)
 	err = data.WriteAtomic(filepath.Join(dir, ivfFile), func(w *bufio.Writer) error {
-		w.Write(h.encode())
-		w.Write(raw.Bytes(km.centroids))
-		w.Write(make([]byte, h.ListOffOff-(h.CentOff+4*uint64(len(km.centroids)))))
-		w.Write(raw.Bytes(listOff))
-		w.Write(raw.Bytes(members))
-		w.Write(make([]byte, h.VecOff-(h.RowsOff+4*uint64(n))))
-		if err := copyRows(ctx, vf, members, w); err != nil {
-			return err
-		}
-		if h.ScalesOff == 0 {
-			return nil
-		}
-		w.Write(make([]byte, h.ScalesOff-(h.VecOff+h.vecLen())))
-		all := make([]byte, 4*n)
-		if err := vf.rawScales(0, n, all); err != nil {
-			return err
-		}
-		scales := raw.Load[float32](all)
-		out := make([]float32, 0, 4096)
-		for i, r := range members {
-			out = append(out, scales[r])
-			if len(out) == cap(out) || i == n-1 {
-				w.Write(raw.Bytes(out))
-				out = out[:0]
-			}
-		}
-		return nil
+		return writeIVF(ctx, w, h, vf, km.centroids, listOff, members)
 	})
 	if err != nil {
 		return IVFStats{}, fmt.Errorf("build IVF: %w", err)
@@ -477,6 +434,64 @@ func BuildIVF(ctx context.Context, dir string, opts IVFOptions) (IVFStats, error
 		return st, fmt.Errorf("build IVF: %w", err)
 	}
 	return st, nil
+}
+
+// invertLists turns the list of every row into the lists' offsets in
+// members (nlist+1 of them) and members, the rows list by list, counting
+// the largest and the empty lists into st.
+func invertLists(labels []int32, nlist int, st *IVFStats) (listOff []uint64, members []uint32) {
+	listOff = make([]uint64, nlist+1)
+	for _, l := range labels {
+		listOff[l+1]++
+	}
+	for j := range nlist {
+		size := int(listOff[j+1])
+		st.LargestList = max(st.LargestList, size)
+		if size == 0 {
+			st.EmptyLists++
+		}
+		listOff[j+1] += listOff[j]
+	}
+	next := slices.Clone(listOff[:nlist])
+	members = make([]uint32, len(labels))
+	for r, l := range labels {
+		members[next[l]] = uint32(r)
+		next[l]++
+	}
+	return listOff, members
+}
+
+// writeIVF writes the IVF file: its header, the centroids, the lists, and
+// the rows' vectors (and scales) in the lists' order.
+func writeIVF(ctx context.Context, w *bufio.Writer, h ivfHeader, vf *vectorFile, centroids []float32, listOff []uint64, members []uint32) error {
+	n := len(members)
+	w.Write(h.encode())
+	w.Write(raw.Bytes(centroids))
+	w.Write(make([]byte, h.ListOffOff-(h.CentOff+4*uint64(len(centroids)))))
+	w.Write(raw.Bytes(listOff))
+	w.Write(raw.Bytes(members))
+	w.Write(make([]byte, h.VecOff-(h.RowsOff+4*uint64(n))))
+	if err := copyRows(ctx, vf, members, w); err != nil {
+		return err
+	}
+	if h.ScalesOff == 0 {
+		return nil
+	}
+	w.Write(make([]byte, h.ScalesOff-(h.VecOff+h.vecLen())))
+	all := make([]byte, 4*n)
+	if err := vf.rawScales(0, n, all); err != nil {
+		return err
+	}
+	scales := raw.Load[float32](all)
+	out := make([]float32, 0, 4096)
+	for i, r := range members {
+		out = append(out, scales[r])
+		if len(out) == cap(out) || i == n-1 {
+			w.Write(raw.Bytes(out))
+			out = out[:0]
+		}
+	}
+	return nil
 }
 
 // copyRows writes the stored bytes of the rows of members, in that order.
