@@ -102,13 +102,7 @@ func (x *indexer) add(j *job, before int64) error {
 // finish closes docs.bin and writes index.bin in dir, merging the
 // segments. It returns the header and the size of both files.
 func (x *indexer) finish(ctx context.Context, dir string, k1, bParam float64) (header, int64, error) {
-	if err := x.docW.Flush(); err != nil {
-		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
-	}
-	if err := x.docFile.Sync(); err != nil {
-		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
-	}
-	if err := x.docFile.Close(); err != nil {
+	if err := x.closeDocs(); err != nil {
 		return header{}, 0, fmt.Errorf("build index: store passages: %w", err)
 	}
 	n := len(x.docLen)
@@ -141,23 +135,7 @@ func (x *indexer) finish(ctx context.Context, dir string, k1, bParam float64) (h
 
 	// Terms in byte order: order[i] is the list of the i-th term.
 	v := len(x.seg.lists)
-	type entry struct {
-		word string
-		list uint32
-	}
-	sorted := make([]entry, v)
-	for l, t := range x.seg.lists {
-		sorted[l] = entry{terms[t], uint32(l)}
-	}
-	slices.SortFunc(sorted, func(a, b entry) int { return cmp.Compare(a.word, b.word) })
-	order := make([]uint32, v)
-	termOff := make([]uint64, v+1)
-	var termData []byte
-	for i, e := range sorted {
-		order[i] = e.list
-		termData = append(termData, e.word...)
-		termOff[i+1] = uint64(len(termData))
-	}
+	order, termOff, termData := x.sortTerms(terms)
 	postOff := make([]uint64, v+1)
 	blockOff := make([]uint64, v+1)
 	for l, df := range x.seg.df {
@@ -215,6 +193,40 @@ func (x *indexer) finish(ctx context.Context, dir string, k1, bParam float64) (h
 		return header{}, 0, fmt.Errorf("build index: %w", err)
 	}
 	return h, int64(lay) + int64(len(docsMagic)) + int64(x.docBytes), nil
+}
+
+// closeDocs writes the passages' file to disk and closes it.
+func (x *indexer) closeDocs() error {
+	if err := x.docW.Flush(); err != nil {
+		return err
+	}
+	if err := x.docFile.Sync(); err != nil {
+		return err
+	}
+	return x.docFile.Close()
+}
+
+// sortTerms returns the terms in byte order: order[i] is the list of the
+// i-th term, whose text is termData[termOff[i]:termOff[i+1]].
+func (x *indexer) sortTerms(terms []string) (order []uint32, termOff []uint64, termData []byte) {
+	type entry struct {
+		word string
+		list uint32
+	}
+	v := len(x.seg.lists)
+	sorted := make([]entry, v)
+	for l, t := range x.seg.lists {
+		sorted[l] = entry{terms[t], uint32(l)}
+	}
+	slices.SortFunc(sorted, func(a, b entry) int { return cmp.Compare(a.word, b.word) })
+	order = make([]uint32, v)
+	termOff = make([]uint64, v+1)
+	for i, e := range sorted {
+		order[i] = e.list
+		termData = append(termData, e.word...)
+		termOff[i+1] = uint64(len(termData))
+	}
+	return order, termOff, termData
 }
 
 // newLayout places the sections of the given sizes one after the other,
