@@ -44,27 +44,7 @@ func Rank(question string, gaps []data.GapItem, sentences []Sentence, max int) [
 	if max < 1 || len(sentences) == 0 {
 		return []int{}
 	}
-	index := make(map[string]int)
-	var weight []float64
-	addQuery := func(text string) {
-		for _, w := range lx.textWords(text) {
-			if w.stem == "" || w.function {
-				continue
-			}
-			if _, ok := index[w.stem]; !ok {
-				index[w.stem] = len(weight)
-				weight = append(weight, 1)
-			}
-		}
-	}
-	addQuery(question)
-	for _, g := range gaps {
-		part := strings.TrimSpace(g.Target + " " + g.Slot)
-		if part == "" {
-			part = g.Description
-		}
-		addQuery(part)
-	}
+	index, weight := queryTerms(lx, question, gaps)
 	nq := len(weight)
 	if nq == 0 {
 		return []int{}
@@ -139,9 +119,40 @@ func Rank(question string, gaps []data.GapItem, sentences []Sentence, max int) [
 			score[i] += title
 		}
 	}
-	// A document whose title a matching sentence of another document names
-	// is the next hop: each of its sentences gains half the best such
-	// sentence's score.
+	return best(sentences, score, hopBoost(sentences, score, titles), max)
+}
+
+// queryTerms indexes the content stems of the question and of the gap
+// items (target and slot, else the description), each of weight 1.
+func queryTerms(lx *lexer, question string, gaps []data.GapItem) (map[string]int, []float64) {
+	index := make(map[string]int)
+	var weight []float64
+	addQuery := func(text string) {
+		for _, w := range lx.textWords(text) {
+			if w.stem == "" || w.function {
+				continue
+			}
+			if _, ok := index[w.stem]; !ok {
+				index[w.stem] = len(weight)
+				weight = append(weight, 1)
+			}
+		}
+	}
+	addQuery(question)
+	for _, g := range gaps {
+		part := strings.TrimSpace(g.Target + " " + g.Slot)
+		if part == "" {
+			part = g.Description
+		}
+		addQuery(part)
+	}
+	return index, weight
+}
+
+// hopBoost: a document whose title a matching sentence of another
+// document names is the next hop: each of its sentences gains half the
+// best such sentence's score.
+func hopBoost(sentences []Sentence, score []float64, titles map[string][]bool) map[string]float64 {
 	boost := make(map[string]float64, len(titles))
 	for title := range titles {
 		if title == "" {
@@ -153,11 +164,17 @@ func Rank(question string, gaps []data.GapItem, sentences []Sentence, max int) [
 			}
 		}
 	}
+	return boost
+}
+
+// best returns the ids of the at most max sentences of the highest
+// positive scores (with their documents' boosts), ties by id.
+func best(sentences []Sentence, score []float64, boost map[string]float64, max int) []int {
 	type scored struct {
 		id    int
 		score float64
 	}
-	ranked := make([]scored, 0, n)
+	ranked := make([]scored, 0, len(sentences))
 	for i, s := range sentences {
 		if total := score[i] + boost[s.Title]; total > 0 {
 			ranked = append(ranked, scored{s.ID, total})
