@@ -104,51 +104,7 @@ func (lx *lexer) parse(text string) *question {
 	}
 
 	// The answer's type, from the first question word and the noun after it.
-	for i, lw := range lows {
-		switch lw {
-		case "when":
-			q.answer = typeDate
-		case "where":
-			q.answer = typePlace
-		case "who", "whom":
-			q.answer = typePerson
-		case "how":
-			if i+1 < n {
-				switch lows[i+1] {
-				case "many", "much":
-					q.answer = typeNumber
-					addFocus(i + 2)
-				case "old", "long", "tall", "far", "big", "large", "high":
-					q.answer = typeNumber
-				}
-			}
-		case "which", "what", "whose":
-			// The noun right after the question word, or after "is the"
-			// ("What is the nationality ..."); not a verb ("Which was
-			// founded ...").
-			j := i + 1
-			if j < n {
-				if _, aux := auxiliaries[lows[j]]; aux {
-					j++
-					if j < n && !isArticle(text, q.words[j]) {
-						j = n
-					}
-				}
-			}
-			if j < n && isArticle(text, q.words[j]) {
-				j++
-			}
-			if j < n && !q.words[j].upper && !q.words[j].function {
-				addFocus(j)
-				q.answer = typeOf(lows[j])
-			} else if lw == "whose" {
-				q.answer = typePerson
-			}
-		default:
-			continue
-		}
-		break
-	}
+	q.answer = answerOf(text, q.words, lows, addFocus)
 	for i, lw := range lows {
 		if lw == "same" {
 			q.same = true
@@ -164,21 +120,7 @@ func (lx *lexer) parse(text string) *question {
 	if a, b, ok := q.choice(lows, inEntity); ok {
 		q.kind, q.options = kindChoice, [2]string{a, b}
 	}
-	for _, lw := range lows {
-		switch lw {
-		case "first", "earlier", "earliest", "older", "oldest", "before", "sooner":
-			q.direction = -1
-		case "last", "later", "latest", "younger", "youngest", "newer", "newest", "recent", "after":
-			q.direction = 1
-		case "more", "larger", "largest", "bigger", "biggest", "longer", "longest", "taller", "tallest", "higher", "highest", "greater", "greatest", "most":
-			q.direction, q.numeric = 1, true
-		case "fewer", "smaller", "smallest", "shorter", "shortest", "less", "least", "lower", "lowest":
-			q.direction, q.numeric = -1, true
-		default:
-			continue
-		}
-		break
-	}
+	q.direction, q.numeric = direction(lows)
 
 	for i, w := range q.words {
 		if w.stem == "" || w.function || inEntity[i] || isFocus[i] {
@@ -440,4 +382,79 @@ func partOfName(w string) bool {
 	}
 	_, ok := connectors[w]
 	return ok
+}
+
+// answerOf is the type of a question's answer, from its first question
+// word and the noun after it (which it adds to the focus words).
+func answerOf(text string, words []word, lows []string, addFocus func(int)) answerType {
+	n := len(words)
+	var t answerType
+	for i, lw := range lows {
+		switch lw {
+		case "when":
+			t = typeDate
+		case "where":
+			t = typePlace
+		case "who", "whom":
+			t = typePerson
+		case "how":
+			if i+1 < n {
+				switch lows[i+1] {
+				case "many", "much":
+					t = typeNumber
+					addFocus(i + 2)
+				case "old", "long", "tall", "far", "big", "large", "high":
+					t = typeNumber
+				}
+			}
+		case "which", "what", "whose":
+			// The noun right after the question word, or after "is the"
+			// ("What is the nationality ..."); not a verb ("Which was
+			// founded ...").
+			j := i + 1
+			if j < n {
+				if _, aux := auxiliaries[lows[j]]; aux {
+					j++
+					if j < n && !isArticle(text, words[j]) {
+						j = n
+					}
+				}
+			}
+			if j < n && isArticle(text, words[j]) {
+				j++
+			}
+			if j < n && !words[j].upper && !words[j].function {
+				addFocus(j)
+				t = typeOf(lows[j])
+			} else if lw == "whose" {
+				t = typePerson
+			}
+		default:
+			continue
+		}
+		break
+	}
+	return t
+}
+
+// direction says whether a question asks for the later or larger (1) or
+// the earlier or smaller (-1) of its options, and whether it compares
+// numbers.
+func direction(lows []string) (dir int, numeric bool) {
+	for _, lw := range lows {
+		switch lw {
+		case "first", "earlier", "earliest", "older", "oldest", "before", "sooner":
+			dir = -1
+		case "last", "later", "latest", "younger", "youngest", "newer", "newest", "recent", "after":
+			dir = 1
+		case "more", "larger", "largest", "bigger", "biggest", "longer", "longest", "taller", "tallest", "higher", "highest", "greater", "greatest", "most":
+			dir, numeric = 1, true
+		case "fewer", "smaller", "smallest", "shorter", "shortest", "less", "least", "lower", "lowest":
+			dir, numeric = -1, true
+		default:
+			continue
+		}
+		break
+	}
+	return dir, numeric
 }
