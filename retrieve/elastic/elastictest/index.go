@@ -216,16 +216,8 @@ func (s *Server) parseField(ix *index, name string, spec map[string]any, bad fun
 			if typ == "dense_vector" {
 				continue // the vector similarity, read below
 			}
-			sim := fmt.Sprint(v)
-			if sim != "BM25" && sim != "boolean" && ix.settings["index.similarity."+sim+".type"] == nil {
-				return bad(fmt.Sprintf("Unknown Similarity type [%s] for field [%s]", sim, name))
-			}
-			f.similarity = sim
-			if k1, ok := ix.settings["index.similarity."+sim+".k1"]; ok {
-				f.k1, _ = strconv.ParseFloat(fmt.Sprint(k1), 64)
-			}
-			if b, ok := ix.settings["index.similarity."+sim+".b"]; ok {
-				f.b, _ = strconv.ParseFloat(fmt.Sprint(b), 64)
+			if msg := f.setSimilarity(ix, fmt.Sprint(v)); msg != "" {
+				return bad(msg)
 			}
 		case "copy_to":
 			switch t := v.(type) {
@@ -266,35 +258,71 @@ func (s *Server) parseField(ix *index, name string, spec map[string]any, bad fun
 			if typ != "knn_vector" {
 				return bad(fmt.Sprintf("unknown parameter [method] on mapper [%s] of type [%s]", name, typ))
 			}
-			mm, _ := v.(map[string]any)
-			f.vecSim, _ = mm["space_type"].(string)
-			if f.vecSim != "innerproduct" && f.vecSim != "l2" && f.vecSim != "cosinesimil" {
-				return bad(fmt.Sprintf("Invalid space type [%v]", mm["space_type"]))
-			}
-			if e, _ := mm["engine"].(string); e != "faiss" && e != "lucene" && e != "nmslib" {
-				return bad(fmt.Sprintf("Invalid engine [%v]", mm["engine"]))
+			if msg := f.setMethod(v); msg != "" {
+				return bad(msg)
 			}
 		default:
 			return bad(fmt.Sprintf("unknown parameter [%s] on mapper [%s] of type [%s]", k, name, typ))
 		}
 	}
-	if typ == "dense_vector" {
-		sim, _ := spec["similarity"].(string)
-		switch {
-		case f.dims == 0:
-			return bad("Missing required parameter [dims] for field [" + name + "]")
-		case sim != "dot_product" && sim != "cosine" && sim != "l2_norm" && sim != "max_inner_product":
-			return bad(fmt.Sprintf("Unknown value [%s] for field [similarity]", sim))
-		}
-		f.vecSim = sim
-		f.similarity = ""
-	}
-	if typ == "knn_vector" && f.dims == 0 {
-		return bad("Dimension value missing for vector: " + name)
-	}
-	if typ == "knn_vector" && f.vecSim == "" {
-		f.vecSim = "l2"
+	if msg := f.finishVector(spec); msg != "" {
+		return bad(msg)
 	}
 	ix.fields[name] = f
 	return nil
+}
+
+// setSimilarity sets a text field's similarity, with the k1 and b the
+// index settings give it; it returns why it cannot.
+func (f *field) setSimilarity(ix *index, sim string) string {
+	if sim != "BM25" && sim != "boolean" && ix.settings["index.similarity."+sim+".type"] == nil {
+		return fmt.Sprintf("Unknown Similarity type [%s] for field [%s]", sim, f.name)
+	}
+	f.similarity = sim
+	if k1, ok := ix.settings["index.similarity."+sim+".k1"]; ok {
+		f.k1, _ = strconv.ParseFloat(fmt.Sprint(k1), 64)
+	}
+	if b, ok := ix.settings["index.similarity."+sim+".b"]; ok {
+		f.b, _ = strconv.ParseFloat(fmt.Sprint(b), 64)
+	}
+	return ""
+}
+
+// setMethod reads an OpenSearch knn_vector's method; it returns why it
+// cannot.
+func (f *field) setMethod(v any) string {
+	mm, _ := v.(map[string]any)
+	f.vecSim, _ = mm["space_type"].(string)
+	if f.vecSim != "innerproduct" && f.vecSim != "l2" && f.vecSim != "cosinesimil" {
+		return fmt.Sprintf("Invalid space type [%v]", mm["space_type"])
+	}
+	if e, _ := mm["engine"].(string); e != "faiss" && e != "lucene" && e != "nmslib" {
+		return fmt.Sprintf("Invalid engine [%v]", mm["engine"])
+	}
+	return ""
+}
+
+// finishVector checks a vector field's dimensions and similarity, and
+// fills in their defaults; it returns what is wrong.
+func (f *field) finishVector(spec map[string]any) string {
+	switch f.typ {
+	case "dense_vector":
+		sim, _ := spec["similarity"].(string)
+		switch {
+		case f.dims == 0:
+			return "Missing required parameter [dims] for field [" + f.name + "]"
+		case sim != "dot_product" && sim != "cosine" && sim != "l2_norm" && sim != "max_inner_product":
+			return fmt.Sprintf("Unknown value [%s] for field [similarity]", sim)
+		}
+		f.vecSim = sim
+		f.similarity = ""
+	case "knn_vector":
+		if f.dims == 0 {
+			return "Dimension value missing for vector: " + f.name
+		}
+		if f.vecSim == "" {
+			f.vecSim = "l2"
+		}
+	}
+	return ""
 }
