@@ -71,28 +71,9 @@ func (s *Server) search(ix *index, rec Request) reply {
 		return e.reply()
 	}
 
-	var hits []hit
-	if knn, ok := body["knn"]; ok {
-		if _, both := body["query"]; both {
-			return illegal("elastictest does not combine a query with knn").reply()
-		}
-		if hits, e = s.topLevelKNN(ix, knn); e != nil {
-			return e.reply()
-		}
-	} else {
-		q, ok := body["query"]
-		if !ok {
-			q = map[string]any{"match_all": map[string]any{}}
-		}
-		m, e := s.compile(ix, q)
-		if e != nil {
-			return e.reply()
-		}
-		for _, d := range ix.visible {
-			if ok, score := m(d); ok {
-				hits = append(hits, hit{d, score})
-			}
-		}
+	hits, e := s.matches(ix, body)
+	if e != nil {
+		return e.reply()
 	}
 	slices.SortStableFunc(hits, func(a, b hit) int { return sortBy.compare(a, b) })
 
@@ -126,6 +107,32 @@ func (s *Server) search(ix *index, rec Request) reply {
 		hitsObj["total"] = map[string]any{"value": total, "relation": "eq"}
 	}
 	return jsonReply(http.StatusOK, map[string]any{"took": 1, "timed_out": false, "_shards": shards(), "hits": hitsObj})
+}
+
+// matches returns the documents that a search body's query or knn
+// matches, with their scores, in the index's order.
+func (s *Server) matches(ix *index, body map[string]any) ([]hit, *badRequest) {
+	if knn, ok := body["knn"]; ok {
+		if _, both := body["query"]; both {
+			return nil, illegal("elastictest does not combine a query with knn")
+		}
+		return s.topLevelKNN(ix, knn)
+	}
+	q, ok := body["query"]
+	if !ok {
+		q = map[string]any{"match_all": map[string]any{}}
+	}
+	m, e := s.compile(ix, q)
+	if e != nil {
+		return nil, e
+	}
+	var hits []hit
+	for _, d := range ix.visible {
+		if ok, score := m(d); ok {
+			hits = append(hits, hit{d, score})
+		}
+	}
+	return hits, nil
 }
 
 func (s *Server) count(ix *index, rec Request) reply {
