@@ -333,24 +333,23 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 
 // seenStates finds a state that the input holds twice. A rollout writes
 // the states of a question together, so it holds the ids of the questions
-// seen (as hashes: data.IDSet) and the rounds of the current one only, not
-// every state.
+// seen and the rounds of the current one only, not every state.
 type seenStates struct {
-	done   data.IDSet
+	done   map[string]bool
 	cur    string
 	rounds map[int32]bool
 }
 
 func (s *seenStates) add(k data.StateKey) error {
 	if s.rounds == nil {
-		s.rounds = map[int32]bool{}
+		s.rounds, s.done = map[int32]bool{}, map[string]bool{}
 	}
 	if k.QuestionID != s.cur {
-		if s.done.Has(k.QuestionID) {
+		if s.done[k.QuestionID] {
 			return fmt.Errorf("question %s appears twice (again with round %d)", k.QuestionID, k.Round)
 		}
 		if s.cur != "" {
-			s.done.Add(s.cur)
+			s.done[s.cur] = true
 		}
 		s.cur = k.QuestionID
 		clear(s.rounds)

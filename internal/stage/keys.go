@@ -9,9 +9,9 @@ import "hash/maphash"
 // resumed run finds done, the units a merge has seen) grow with the
 // questions, and a key holding its question id cost several times that.
 // Two distinct keys are taken for one with a probability of about
-// n²/2¹²⁹ among n keys (10⁻²⁷ at a million): never, in practice;
-// data.IDSet makes the same trade for ids. The zero keyMap is empty and
-// ready to use; sets must not run concurrently with anything else.
+// n²/2¹²⁹ among n keys (10⁻²⁷ at a million): never, in practice. It is
+// distill's one hashed set. The zero keyMap is empty and ready to use;
+// sets must not run concurrently with anything else.
 type keyMap[K comparable, V any] struct {
 	seeds [2]maphash.Seed
 	m     map[[2]uint64]V

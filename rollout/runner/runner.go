@@ -268,13 +268,13 @@ func (r *run) job() stage.Job[string, data.Question, data.State, *Report] {
 //
 // A repeated id runs once. The counting pass, which the engine runs
 // first, finds the rows whose id an earlier row has with a set of every
-// id (their hashes: data.IDSet), and notes them; the pass that runs the
-// questions skips those rows and holds no id.
+// id, and notes them; the pass that runs the questions skips those rows
+// and holds no id.
 func (r *run) questions(_ context.Context, count bool) iter.Seq2[data.Question, error] {
 	return func(yield func(data.Question, error) bool) {
-		var seen *data.IDSet
+		var seen map[string]bool
 		if count || !r.counted {
-			seen = new(data.IDSet)
+			seen = map[string]bool{}
 		}
 		var repeats []int // rows of this pass whose id came before
 		distinct, row := 0, -1
@@ -293,7 +293,8 @@ func (r *run) questions(_ context.Context, count bool) iter.Seq2[data.Question, 
 			}
 			var repeat bool
 			if seen != nil {
-				repeat = !seen.Add(q.ID)
+				repeat = seen[q.ID]
+				seen[q.ID] = true
 			} else if len(repeats) < len(r.repeats) && r.repeats[len(repeats)] == row {
 				repeat = true
 			}
