@@ -3,8 +3,11 @@ package main
 import (
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 )
 
 const appDescription = `distill is a toolkit for S2G-RAG, iterative retrieval-augmented question
@@ -154,7 +157,17 @@ func loggerFrom(c *cli.Context) *slog.Logger {
 // would exit 3).
 func showHelpOrRejectCommand(c *cli.Context) error {
 	if c.Args().Present() {
-		return usageErrorf("unknown command %q (see '%s --help')", c.Args().First(), helpName(c))
+		cmds := c.App.Commands
+		if c.Command != nil && len(c.Command.Subcommands) > 0 {
+			cmds = c.Command.Subcommands
+		}
+		var names []string
+		for _, cmd := range cmds {
+			if !cmd.Hidden {
+				names = append(names, cmd.Names()...)
+			}
+		}
+		return usageErrorf("unknown command %q%s (see '%s --help')", c.Args().First(), didYouMean(c.Args().First(), names, ""), helpName(c))
 	}
 	if c.Command.HelpName == "" || c.Command.HelpName == c.App.HelpName {
 		return cli.ShowAppHelp(c)
@@ -165,7 +178,42 @@ func showHelpOrRejectCommand(c *cli.Context) error {
 // onUsageError turns flag parsing errors into one usage error, instead of
 // urfave/cli's default of printing help to stdout.
 func onUsageError(c *cli.Context, err error, _ bool) error {
-	return usageErrorf("%w (see '%s --help')", err, helpName(c))
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return usageErrorf("%w (see '%s --help')", err, helpName(c))
+	}
+	name = strings.TrimPrefix(name, "-")
+	flags := c.App.Flags
+	if c.Command != nil && c.Command.Name != "" {
+		flags = c.Command.Flags
+		// A global flag after the command: say where it goes.
+		for _, f := range c.App.Flags {
+			if slices.Contains(f.Names(), name) {
+				return usageErrorf("--%s is a global flag: give it before the command (distill --%s ... %s ...)", name, name, strings.TrimPrefix(helpName(c), c.App.Name+" "))
+			}
+		}
+	}
+	var names []string
+	for _, f := range flags {
+		names = append(names, f.Names()...)
+	}
+	return usageErrorf("%w%s (see '%s --help')", err, didYouMean(name, names, "--"), helpName(c))
+}
+
+// didYouMean returns "; did you mean PREFIX+NAME?" for the name among
+// names closest to provided, when it is close enough to be a misspelling
+// of it (Jaro-Winkler similarity at least 0.85), else "".
+func didYouMean(provided string, names []string, prefix string) string {
+	best, score := "", 0.85
+	for _, n := range names {
+		if s := smetrics.JaroWinkler(n, provided, 0.7, 4); s >= score {
+			best, score = n, s
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + prefix + best + "?"
 }
 
 // helpName is the command line that names c's command, as "distill data import".

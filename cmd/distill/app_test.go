@@ -70,7 +70,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--log-format", "xml", "version"}, "distill: bad --log-format \"xml\": want text or json\n"},
 		{[]string{"--no-such-flag", "version"}, "distill: flag provided but not defined: -no-such-flag (see 'distill --help')\n"},
 		{[]string{"version", "--no-such-flag"}, "distill: flag provided but not defined: -no-such-flag (see 'distill version --help')\n"},
-		{[]string{"rollup"}, "distill: unknown command \"rollup\" (see 'distill --help')\n"},
+		{[]string{"rollup"}, "distill: unknown command \"rollup\"; did you mean rollout? (see 'distill --help')\n"},
+		{[]string{"rolout"}, "distill: unknown command \"rolout\"; did you mean rollout? (see 'distill --help')\n"},
+		{[]string{"data", "shwo"}, "distill: unknown command \"shwo\"; did you mean show? (see 'distill data --help')\n"},
+		{[]string{"rollout", "--questoins", "q.parquet"}, "distill: flag provided but not defined: -questoins; did you mean --questions? (see 'distill rollout --help')\n"},
+		{[]string{"rollout", "--zzz"}, "distill: flag provided but not defined: -zzz (see 'distill rollout --help')\n"},
+		{[]string{"rollout", "--log-format", "json"}, "distill: --log-format is a global flag: give it before the command (distill --log-format ... rollout ...)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
