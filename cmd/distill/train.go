@@ -322,7 +322,7 @@ func printJob(c *cli.Context, job finetune.Job, st finetune.State, h *judge.Hand
 	if st.TotalSteps > 0 {
 		rows = append(rows, [2]any{"progress", fmt.Sprintf("step %d of %d, loss %.4f", st.Step, st.TotalSteps, st.Loss)})
 	}
-	if st.Message != "" {
+	if st.Message != "" && st.Status != finetune.StatusFailed { // a failure's message is the error
 		rows = append(rows, [2]any{"message", st.Message})
 	}
 	if st.LogPath != "" {

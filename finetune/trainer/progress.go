@@ -180,6 +180,10 @@ type Log struct {
 	Tail []string
 }
 
+// scriptPrefix starts the line in which train_sft.py says why it failed
+// (its fail).
+const scriptPrefix = "train_sft: error: "
+
 // TailLines is how many lines Log.Tail keeps.
 const TailLines = 20
 
@@ -287,9 +291,15 @@ func (l Log) Update(st finetune.State) finetune.State {
 	return st
 }
 
-// Explain returns why a job failed: reason, then the log's last lines
-// (where a trainer prints its error).
+// Explain returns why a job failed: reason, then the training script's
+// own message when it gave one (its last "train_sft: error: " line), else the
+// log's last lines (where a trainer prints its error).
 func (l Log) Explain(reason string) string {
+	for i := len(l.Tail) - 1; i >= 0; i-- {
+		if msg, ok := strings.CutPrefix(l.Tail[i], scriptPrefix); ok {
+			return reason + ": " + msg
+		}
+	}
 	tail := l.Tail
 	if len(tail) > 10 {
 		tail = tail[len(tail)-10:]

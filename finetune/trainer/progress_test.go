@@ -246,4 +246,10 @@ func TestReadLogMissingAndTail(t *testing.T) {
 	if got := (Log{}).Explain("killed"); got != "killed" {
 		t.Errorf("explanation of an empty log %q", got)
 	}
+	// The script's own failure is the explanation, not the lines around
+	// it (nor its earlier informational lines).
+	scripted := Log{Tail: []string{"train_sft: training in bf16 on the CPU", "train_sft: error: missing Python packages: torch", "distill: trainer exited with status 1"}}
+	if got, want := scripted.Explain("the trainer exited with status 1"), "the trainer exited with status 1: missing Python packages: torch"; got != want {
+		t.Errorf("explanation %q, want %q", got, want)
+	}
 }

@@ -237,6 +237,34 @@ func TestTrainSFTScriptRefuses(t *testing.T) {
 	}
 }
 
+// TestTrainSFTScriptWithoutLibraries: without torch and the trainers,
+// train_sft.py says in one line what is missing and how to get it, and
+// the job's failure says that line (Log.Explain).
+func TestTrainSFTScriptWithoutLibraries(t *testing.T) {
+	python, _ := stubbedPython(t)
+	job := testJob(t, false)
+	plan, err := Prepare(job, Options{Python: python})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// -S: no site-packages, so none of the libraries is found.
+	cmd := exec.Command(plan.Command[0], append([]string{"-S"}, plan.Command[1:]...)...)
+	cmd.Dir = job.Dir
+	out, err := cmd.CombinedOutput()
+	want := "train_sft: error: missing Python packages: torch, transformers, peft, trl, datasets"
+	if err == nil || !strings.HasPrefix(string(out), want) || strings.Count(string(out), "\n") != 1 ||
+		!strings.Contains(string(out), "scripts/local-models install-train") {
+		t.Fatalf("got %v and output:\n%s\nwant one line starting %q", err, out, want)
+	}
+	l, err := scanLog(strings.NewReader(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := l.Explain("the trainer exited with status 1"); !strings.HasPrefix(msg, "the trainer exited with status 1: missing Python packages: torch") {
+		t.Errorf("explanation %q", msg)
+	}
+}
+
 // stubbedPython returns python3 and the directory of the stand-in
 // modules; it skips the test without python3.
 func stubbedPython(t *testing.T) (python, stubs string) {

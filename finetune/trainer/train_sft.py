@@ -77,7 +77,7 @@ def emit(tag, record):
 
 
 def fail(msg):
-    print("train_sft: " + msg, file=sys.stderr, flush=True)
+    print("train_sft: error: " + msg, file=sys.stderr, flush=True)
     sys.exit(1)
 
 
@@ -199,10 +199,25 @@ def token_count(tokenizer, messages):
     return len(ids)
 
 
+# The libraries a training run imports, by module name.
+REQUIRED = ("torch", "transformers", "peft", "trl", "datasets")
+
+
+def check_libraries():
+    """Fails with one line naming what is missing, before any import."""
+    import importlib.util
+
+    missing = [m for m in REQUIRED if importlib.util.find_spec(m) is None]
+    if missing:
+        fail("missing Python packages: %s (in %s); scripts/local-models install-train installs them, "
+             "or --backend builtin trains the built-in judge without them" % (", ".join(missing), sys.executable))
+
+
 def main(path):
     with open(path, encoding="utf-8") as f:
         cfg = json.load(f)
 
+    check_libraries()
     import torch
     from datasets import load_dataset
     from peft import LoraConfig
