@@ -165,7 +165,7 @@ func (opts *Options) run(ctx context.Context, variants []Variant, log *slog.Logg
 		if err != nil {
 			return Summary{}, err
 		}
-		opts.JudgeTraining.leakage(ids.all()).warn(log, "before running")
+		opts.JudgeTraining.leakage(ids.all()).warn(log, "before running", true)
 	}
 
 	runs := make([]runner.Summary, len(variants))
@@ -315,7 +315,7 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		if log == nil {
 			log = slog.New(slog.DiscardHandler)
 		}
-		r.Leakage.warn(log, "in the report")
+		r.Leakage.warn(log, "in the report", false)
 	}
 	write := func(name string, fn func(w io.Writer) error) error {
 		err := data.WriteAtomic(filepath.Join(o.Out, name), func(w *bufio.Writer) error { return fn(w) })

@@ -73,17 +73,20 @@ func (t *JudgeTraining) leakage(ids iter.Seq[string]) *Leakage {
 	return l
 }
 
-// warn logs what l says, loudly when the questions overlap.
-func (l *Leakage) warn(log *slog.Logger, when string) {
+// warn logs what l says, loudly when the questions overlap, naming the
+// questions withIDs (once a run: they may be thousands).
+func (l *Leakage) warn(log *slog.Logger, when string, withIDs bool) {
 	switch {
 	case l == nil:
 	case !l.Known:
 		log.Warn("the trained judge's hand-back does not record its training questions: the benchmark cannot check that it measures the judge on unseen questions",
 			"source", l.Source)
 	case l.Overlap > 0:
-		log.Warn("LEAKAGE: the benchmark's questions include questions the judge was trained on; its numbers overstate the judge",
-			"when", when, "overlap", l.Overlap, "questions", l.Questions, "training_questions", l.TrainingQuestions,
-			"ids", strings.Join(l.IDs, ","), "source", l.Source)
+		attrs := []any{"when", when, "overlap", l.Overlap, "questions", l.Questions, "training_questions", l.TrainingQuestions, "source", l.Source}
+		if withIDs {
+			attrs = append(attrs, "ids", strings.Join(l.IDs, ","))
+		}
+		log.Warn("LEAKAGE: the benchmark's questions include questions the judge was trained on; its numbers overstate the judge", attrs...)
 	}
 }
 

@@ -39,9 +39,15 @@ func TestLeakage(t *testing.T) {
 				t.Errorf("words %q, want %q", w, tt.wantWords)
 			}
 			var log bytes.Buffer
-			got.warn(slog.New(slog.NewTextHandler(&log, nil)), "test")
+			got.warn(slog.New(slog.NewTextHandler(&log, nil)), "test", true)
 			if (tt.wantLog == "") != (log.Len() == 0) || !strings.Contains(log.String(), tt.wantLog) {
 				t.Errorf("log %q, want %q", log.String(), tt.wantLog)
+			}
+			// The second warning of a run leaves the ids out.
+			log.Reset()
+			got.warn(slog.New(slog.NewTextHandler(&log, nil)), "test", false)
+			if got != nil && got.Overlap > 0 && (strings.Contains(log.String(), "ids=") || !strings.Contains(log.String(), "LEAKAGE")) {
+				t.Errorf("second warning %q: want LEAKAGE without the ids", log.String())
 			}
 		})
 	}

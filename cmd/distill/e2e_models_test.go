@@ -233,7 +233,7 @@ func (d *e2eRun) distill(args ...string) string {
 // the kill is what is being tested.
 func (d *e2eRun) killAfterCheckpoint(args ...string) {
 	d.t.Helper()
-	cmd := d.command(append([]string{"--log-format", "json"}, args...)...)
+	cmd := d.command(append([]string{"--log-format", "json", "--log-level", "debug"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		d.t.Fatal(err)

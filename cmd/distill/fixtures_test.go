@@ -84,11 +84,13 @@ func runBinary(t *testing.T, env []string, args ...string) result {
 
 // killAfterCheckpoint starts the shared binary, with the test's
 // environment and env added, and kills it with SIGKILL once it has logged
-// its first checkpoint (args must ask for JSON logs); it returns false if
+// its first checkpoint (args must ask for JSON logs; the debug level,
+// which checkpoints are logged at, is added); it returns false if
 // the run ended first.
 func killAfterCheckpoint(t *testing.T, env []string, args ...string) bool {
 	t.Helper()
-	cmd := exec.Command(binary(t), args...)
+	// Checkpoints are logged at debug level.
+	cmd := exec.Command(binary(t), append([]string{"--log-level", "debug"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 )
 
@@ -26,7 +27,7 @@ func newLogger(w io.Writer, format, level string, quiet bool) (*slog.Logger, err
 	if quiet {
 		lvl = max(lvl, slog.LevelWarn)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: roundFloat}
 	switch strings.ToLower(format) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil
@@ -35,6 +36,18 @@ func newLogger(w io.Writer, format, level string, quiet bool) (*slog.Logger, err
 	default:
 		return nil, usageErrorf("bad --log-format %q: want text or json", format)
 	}
+}
+
+// roundFloat logs a float with 4 significant digits (1062.2335440266486
+// as 1062): what a log line's reader can use.
+func roundFloat(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindFloat64 {
+		f := a.Value.Float64()
+		if r, err := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 4, 64), 64); err == nil {
+			a.Value = slog.Float64Value(r)
+		}
+	}
+	return a
 }
 
 // secret is a string that must not be shown: an API key, a token. Logged,

@@ -78,3 +78,16 @@ func TestSecretIsRedacted(t *testing.T) {
 		t.Errorf("string(s) = %q, want the value", string(s))
 	}
 }
+
+// TestLogRoundsFloats: floats are logged with 4 significant digits.
+func TestLogRoundsFloats(t *testing.T) {
+	var b strings.Builder
+	log, err := newLogger(&b, "text", "info", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Info("done", "questions_per_second", 1062.2335440266486, "seconds", 0.012345678, "n", 3)
+	if got := b.String(); !strings.Contains(got, "questions_per_second=1062 ") || !strings.Contains(got, "seconds=0.01235 ") || !strings.Contains(got, "n=3") {
+		t.Errorf("log %q", got)
+	}
+}

@@ -344,7 +344,7 @@ func (r *run[K, U, R, P]) commit() error {
 		return err
 	}
 	r.prog.Parts++
-	r.log.Info("checkpoint", "part", name, r.j.Unit, units, "rows", rows, "done", r.prog.Done, "of", r.prog.Total)
+	r.log.Debug("checkpoint", "part", name, r.j.Unit, units, "rows", rows, "done", r.prog.Done, "of", r.prog.Total)
 	r.stamp(false)
 	return r.writeReport()
 }
