@@ -167,17 +167,39 @@ func benchAction(c *cli.Context) error {
 	case err != nil:
 		return failuresError("bench", err)
 	}
-	md, err := os.ReadFile(filepath.Join(opts.Out, eval.ReportMD))
+	for _, f := range sum.Files {
+		loggerFrom(c).Debug("written", "file", filepath.Join(opts.Out, f))
+	}
+	return printReportSummary(c, opts.Out)
+}
+
+// printReportSummary prints the head of a benchmark's report (its title,
+// any warning, the results table) and where the whole of it is.
+func printReportSummary(c *cli.Context, out string) error {
+	path := filepath.Join(out, eval.ReportMD)
+	md, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	if _, err := c.App.Writer.Write(md); err != nil {
-		return err
+	_, err = fmt.Fprintf(c.App.Writer, "%s\nThe whole report: %s (report.json, traces.html and the plots beside it)\n", reportHead(string(md)), path)
+	return err
+}
+
+// reportHead returns a report.md up to the end of its results table.
+func reportHead(md string) string {
+	lines := strings.SplitAfter(md, "\n")
+	inResults := false
+	for i, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "## Results"):
+			inResults = true
+		case inResults && strings.HasPrefix(line, "|"):
+			if i+1 == len(lines) || !strings.HasPrefix(lines[i+1], "|") {
+				return strings.Join(lines[:i+1], "")
+			}
+		}
 	}
-	for _, f := range sum.Files {
-		loggerFrom(c).Info("written", "file", filepath.Join(opts.Out, f))
-	}
-	return nil
+	return md
 }
 
 // benchOptions reads the flags of eval.Options that need no file.
@@ -292,12 +314,7 @@ func benchMergeAction(c *cli.Context) error {
 	if _, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts); err != nil {
 		return mergeError("bench merge", "bench merge: ", out, err, eval.ErrOptions)
 	}
-	md, err := os.ReadFile(filepath.Join(out, eval.ReportMD))
-	if err != nil {
-		return err
-	}
-	_, err = c.App.Writer.Write(md)
-	return err
+	return printReportSummary(c, out)
 }
 
 func benchCompareAction(c *cli.Context) error {

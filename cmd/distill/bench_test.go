@@ -153,3 +153,15 @@ func TestBenchShardsCLI(t *testing.T) {
 		t.Errorf("merged report: %d questions, %d variants, %v", rep.Questions, len(rep.Variants), err)
 	}
 }
+
+// TestReportHead: bench prints the report up to its results table.
+func TestReportHead(t *testing.T) {
+	md := "# Benchmark: x\n\n> **WARNING: LEAKAGE.** ...\n\n## Results\n\n| variant | F1 |\n|---|---:|\n| full | 1.0 |\n\nEM and F1: ...\n\n## Variants\n\n| a |\n"
+	want := "# Benchmark: x\n\n> **WARNING: LEAKAGE.** ...\n\n## Results\n\n| variant | F1 |\n|---|---:|\n| full | 1.0 |\n"
+	if got := reportHead(md); got != want {
+		t.Errorf("head %q, want %q", got, want)
+	}
+	if got := reportHead("no table"); got != "no table" {
+		t.Errorf("a report without results: %q", got)
+	}
+}
