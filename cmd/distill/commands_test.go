@@ -198,7 +198,7 @@ func TestCommandUsageErrors(t *testing.T) {
 		{"filter of trajectories", []string{"filter", "--in", bad, "--out", filepath.Join(dir, "f")}, 2, "filter: bad input"},
 		{"show flag after file", []string{"data", "show", "x.parquet", "-n", "3"}, 2, "put flags before arguments"},
 		{"show no file", []string{"data", "show"}, 2, "want one FILE"},
-		{"synth bad size", []string{"data", "synth", "--questions", "0", "--out", dir}, 2, "question count out of range"},
+		{"synth bad size", []string{"data", "synth", "--count", "0", "--out", dir}, 2, "question count out of range"},
 		{"index without out", []string{"index", "--dataset", "sample"}, 2, "--out is required"},
 		{"index without corpus", []string{"index", "--out", dir}, 2, "--corpus or --dataset is required"},
 		{"index bad corpus format", []string{"index", "--corpus", bad, "--corpus-format", "csv", "--out", filepath.Join(dir, "i")}, 2, `unknown corpus format "csv"`},
@@ -314,7 +314,7 @@ func TestOutputInUse(t *testing.T) {
 	}
 	tests := [][]string{
 		{"data", "import", "--dataset", "sample"},
-		{"data", "synth", "--questions", "5"},
+		{"data", "synth", "--count", "5"},
 		{"index", "--dataset", "sample"},
 		{"index", "--dataset", "sample", "--kind", "dense", "--embed-model", "e5", "--embed-base-url", "http://127.0.0.1:9/v1"},
 		{"rollout", "--limit", "3"},
@@ -363,7 +363,7 @@ func TestDatasetNotReplaced(t *testing.T) {
 		t.Fatalf("import: exit %d, stderr %q", r.code, r.stderr)
 	}
 	for _, args := range [][]string{
-		{"data", "synth", "--questions", "10", "--out", ds},
+		{"data", "synth", "--count", "10", "--out", ds},
 		{"data", "import", "--dataset", "sample", "--out", ds},
 	} {
 		r := runDistill(t, append([]string{"--quiet"}, args...)...)
@@ -374,7 +374,7 @@ func TestDatasetNotReplaced(t *testing.T) {
 	if n := count(); n != 200 {
 		t.Fatalf("the dataset now has %d questions, want 200", n)
 	}
-	if r := runDistill(t, "--quiet", "data", "synth", "--questions", "10", "--out", ds, "--overwrite"); r.code != 0 {
+	if r := runDistill(t, "--quiet", "data", "synth", "--count", "10", "--out", ds, "--overwrite"); r.code != 0 {
 		t.Fatalf("synth --overwrite: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if n := count(); n != 10 {

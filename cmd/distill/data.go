@@ -145,7 +145,7 @@ func dataSynthCommand() *cli.Command {
 		Usage: "write a synthetic multi-hop dataset (the bundled sample is seed 42, 200 questions)",
 		Flags: []cli.Flag{
 			&cli.Uint64Flag{Name: "seed", Value: synth.DefaultSeed, Usage: "random seed: the same seed and size give the same dataset"},
-			&cli.IntFlag{Name: "questions", Value: synth.DefaultQuestions, Usage: fmt.Sprintf("number of questions, 1 to %d", synth.MaxQuestions)},
+			&cli.IntFlag{Name: "count", Value: synth.DefaultQuestions, Usage: fmt.Sprintf("how many questions, 1 to %d", synth.MaxQuestions)},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 		},
@@ -155,7 +155,7 @@ func dataSynthCommand() *cli.Command {
 			}
 			// Every world but the bundled sample has a dataset name and
 			// question ids of its own (synth.DatasetName).
-			cfg := synth.Config{Seed: c.Uint64("seed"), Questions: c.Int("questions")}
+			cfg := synth.Config{Seed: c.Uint64("seed"), Questions: c.Int("count")}
 			w, err := synth.Generate(cfg)
 			if err != nil {
 				return usageErrorf("data synth: %w", err)

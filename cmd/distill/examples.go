@@ -20,7 +20,7 @@ var examples = map[string][]string{
 		"distill data import --format flashrag --name 2wikimultihopqa --in dev.jsonl --corpus corpus.jsonl --out runs/2wiki",
 	},
 	"data synth": {
-		"distill data synth --seed 7 --questions 5000 --out runs/synth",
+		"distill data synth --seed 7 --count 5000 --out runs/synth",
 	},
 	"data show": {
 		"distill data show -n 3 runs/sample/questions.parquet",

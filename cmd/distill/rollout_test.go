@@ -131,7 +131,7 @@ func TestRolloutShardsAndMerge(t *testing.T) {
 	dir := t.TempDir()
 	ds, idx := filepath.Join(dir, "ds"), filepath.Join(dir, "idx")
 	for _, args := range [][]string{
-		{"data", "synth", "--seed", "7", "--questions", "150", "--out", ds},
+		{"data", "synth", "--seed", "7", "--count", "150", "--out", ds},
 		{"index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx},
 	} {
 		if r := runDistill(t, append([]string{"--quiet"}, args...)...); r.code != 0 {
@@ -196,7 +196,7 @@ func TestRolloutKill9(t *testing.T) {
 	dir := t.TempDir()
 	ds, idx, out := filepath.Join(dir, "ds"), filepath.Join(dir, "idx"), filepath.Join(dir, "run")
 	for _, args := range [][]string{
-		{"data", "synth", "--seed", "3", "--questions", "1000", "--out", ds},
+		{"data", "synth", "--seed", "3", "--count", "1000", "--out", ds},
 		{"index", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", idx},
 	} {
 		if r := runBinary(t, nil, append([]string{"--quiet"}, args...)...); r.code != 0 {

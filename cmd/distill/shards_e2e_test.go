@@ -84,7 +84,7 @@ func TestShardsMatchOneRun(t *testing.T) {
 	}
 	at := func(name string) string { return filepath.Join(dir, name) }
 
-	run("data", "synth", "--seed", "11", "--questions", "200", "--out", "ds")
+	run("data", "synth", "--seed", "11", "--count", "200", "--out", "ds")
 	run("index", "--corpus", filepath.Join("ds", data.CorpusFile), "--out", "idx")
 	questions := filepath.Join("ds", data.QuestionsFile)
 
