@@ -1,9 +1,11 @@
 package data
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
@@ -116,4 +118,16 @@ func missing(file string, rec rawRecord, field string) *RecordError {
 // badField is the RecordError for a field whose value is wrong.
 func badField(file string, rec rawRecord, field string, err error) *RecordError {
 	return &RecordError{File: file, Line: rec.Line, Index: rec.Index, Field: field, Err: err}
+}
+
+// jsonHint says what to do with a JSON or JSONL file given where a parquet
+// file of distill's is read: "" for anything else.
+func jsonHint(f *os.File) string {
+	head := make([]byte, 512)
+	n, _ := f.ReadAt(head, 0)
+	trimmed := bytes.TrimLeft(head[:n], " \t\r\n\ufeff")
+	if len(trimmed) == 0 || (trimmed[0] != '{' && trimmed[0] != '[') {
+		return ""
+	}
+	return " (it is JSON: distill data import converts a dataset's files into questions.parquet and corpus.parquet)"
 }

@@ -360,7 +360,7 @@ func openParquetFile(f *os.File, path string) (pf *parquet.File, err error) {
 	// entries a page, tens of megabytes for a large file) is not read.
 	pf, err = parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
-		return nil, fmt.Errorf("open parquet %s: %w", path, err)
+		return nil, fmt.Errorf("open parquet %s: %w%s", path, err, jsonHint(f))
 	}
 	return pf, nil
 }

@@ -705,3 +705,20 @@ func TestReaderMemory(t *testing.T) {
 		t.Errorf("the live heap grew by %.1f MiB while reading one row group, want at most 4", float64(grew)/(1<<20))
 	}
 }
+
+// TestOpenParquetJSONHint: a JSON file where parquet is read says to
+// import it.
+func TestOpenParquetJSONHint(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"q.jsonl": "{\"id\": \"x\"}\n", "q.json": " [{\"id\": \"x\"}]", "q.txt": "id,question\n"} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := OpenParquet[Question](path)
+		hint := err != nil && strings.Contains(err.Error(), "distill data import")
+		if want := name != "q.txt"; err == nil || hint != want {
+			t.Errorf("%s: %v; want an error, with the import hint %v", name, err, want)
+		}
+	}
+}
