@@ -177,7 +177,7 @@ func dataShowCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "show",
 		Usage:     "print rows of a parquet file (questions, corpus, trajectories, labels) as JSON lines, or count them, or show its schema",
-		UsageText: "distill data show [-n N | --count | --schema] FILE\n\nexamples:\n   distill data show -n 3 runs/sample/questions.parquet\n   distill data show --count --schema runs/rollout/trajectories.parquet",
+		UsageText: "distill data show [-n N | --count | --schema] FILE",
 		ArgsUsage: "FILE",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "n", Value: 10, Usage: "rows to print; 0 prints all"},

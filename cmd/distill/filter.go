@@ -37,7 +37,7 @@ categories, the agreement histogram and how the teacher agrees with retrieval tr
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "in", Usage: "labels.parquet from distill label (or its directory); repeat it to filter several as one", TakesFile: true},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
-			&cli.Float64Flag{Name: "min-agreement", Value: -1, Usage: "drop labels whose samples agree less than this (default: 1.0 when the teacher was sampled more than once, else none)", DefaultText: "auto"},
+			&cli.Float64Flag{Name: "min-agreement", Value: -1, Usage: "drop labels whose samples agree less than this", DefaultText: "1.0 when the teacher was sampled more than once, else none"},
 			&cli.BoolFlag{Name: "keep-empty-gaps", Usage: "keep insufficient labels that name no gap item"},
 			&cli.BoolFlag{Name: "drop-self-contradictory", Usage: "drop labels with a sample that contradicted itself"},
 			&cli.BoolFlag{Name: "balance", Usage: "cut train's majority class to the size of its minority class (times --balance-ratio)"},

@@ -32,7 +32,7 @@ TREC run. FILE holds one query per line: a bare query (its id is its line number
 			&cli.PathFlag{Name: "queries", Usage: "batch mode: query `FILE` (- for stdin)", TakesFile: true},
 			&cli.StringFlag{Name: "format", Value: retrieve.RunJSONL, Usage: "batch output: jsonl or trec"},
 			&cli.StringFlag{Name: "run-tag", Value: "distill-bm25", Usage: "batch output: run name in TREC lines"},
-			&cli.IntFlag{Name: "workers", Usage: "batch mode: concurrent searches (default: one per CPU)"},
+			&cli.IntFlag{Name: "workers", Usage: "batch mode: concurrent searches", DefaultText: "one per CPU"},
 		}, retrieverFlags()...),
 		Action: func(c *cli.Context) error {
 			if err := rejectFlagsAfterArgs(c); err != nil {
