@@ -71,7 +71,11 @@ type Options struct {
 	// Progress, when set, sees each variant's progress (concurrently
 	// across variants: it must be safe for that).
 	Progress func(variant string, p runner.Progress)
-	Logger   *slog.Logger
+	// ReportProgress, when set, sees the report's progress once the
+	// variants have run: done of total questions (every variant's) read
+	// into the metrics, the scores and the trace pages.
+	ReportProgress func(done, total int)
+	Logger         *slog.Logger
 	Version  string
 	// Paper holds reference EM/F1 to print beside, by variant.
 	Paper map[string][2]float64
@@ -261,6 +265,10 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 	defer tw.Abort() // nothing left to remove once Close succeeded
 	scores := newScoreTable()
 	var names []string
+	done, total := 0, 0
+	for _, run := range runs {
+		total += run.Counts.Selected
+	}
 	// Each question's scores go to scores.jsonl as they are computed,
 	// variant by variant: what the report keeps of them is the table's.
 	err = data.WriteAtomic(filepath.Join(o.Out, ScoresFile), func(w *bufio.Writer) error {
@@ -288,6 +296,10 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 				q, _, err := o.ByID.Question(res.ID) // found: the scorer did
 				if err != nil {
 					return err
+				}
+				if o.ReportProgress != nil {
+					done++
+					o.ReportProgress(done, total)
 				}
 				// The pages number the questions as the table does.
 				return tw.add(traceQuestion(res, rows, q), int(k))

@@ -51,6 +51,9 @@ func TestBenchSample(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "bench")
 	opts := Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Dataset: "sample", Setup: setup,
 		Out: out, Limit: 80, Workers: 4}
+	var reported [2]int // the last done and total of ReportProgress
+	calls := 0
+	opts.ReportProgress = func(done, total int) { reported, calls = [2]int{done, total}, calls+1 }
 	sum, err := Run(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +61,10 @@ func TestBenchSample(t *testing.T) {
 	if len(sum.Report.Variants) != len(VariantNames()) {
 		t.Fatalf("%d variants, want %d", len(sum.Report.Variants), len(VariantNames()))
 	}
+	if want := 80 * len(VariantNames()); reported != [2]int{want, want} || calls != want {
+		t.Errorf("report progress ended at %v after %d calls, want %d of %d", reported, calls, want, want)
+	}
+	opts.ReportProgress = nil
 	byName := map[string]Metrics{}
 	for _, v := range sum.Report.Variants {
 		if v.Metrics.Questions != 80 || v.Metrics.Failed != 0 {

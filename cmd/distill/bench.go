@@ -157,6 +157,7 @@ func benchAction(c *cli.Context) error {
 
 	bars := newVariantBars(c)
 	opts.Progress = bars.update
+	opts.ReportProgress = bars.report
 	sum, err := eval.Run(c.Context, opts)
 	bars.finish()
 	switch {
@@ -473,14 +474,16 @@ func (m *benchModels) usage(variant string) []llm.Stats {
 // variant's questions (its description stays "bench": the bar's width is
 // set for it).
 type variantBars struct {
-	mu    sync.Mutex
-	bar   *progressbar.ProgressBar
-	total map[string]int
-	done  map[string]int
+	c         *cli.Context
+	mu        sync.Mutex
+	bar       *progressbar.ProgressBar
+	reportBar *progressbar.ProgressBar // the report's, once the variants have run
+	total     map[string]int
+	done      map[string]int
 }
 
 func newVariantBars(c *cli.Context) *variantBars {
-	return &variantBars{bar: newProgress(c, -1, "bench", "questions"), total: map[string]int{}, done: map[string]int{}}
+	return &variantBars{c: c, bar: newProgress(c, -1, "bench", "questions"), total: map[string]int{}, done: map[string]int{}}
 }
 
 func (v *variantBars) update(variant string, p runner.Progress) {
@@ -496,4 +499,21 @@ func (v *variantBars) update(variant string, p runner.Progress) {
 	v.bar.Set(done)
 }
 
-func (v *variantBars) finish() { v.bar.Finish() }
+// report shows the report's progress on a bar of its own, once the
+// variants' bar is done.
+func (v *variantBars) report(done, total int) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.reportBar == nil {
+		v.bar.Finish()
+		v.reportBar = newProgress(v.c, int64(total), "report", "questions")
+	}
+	v.reportBar.Set(done)
+}
+
+func (v *variantBars) finish() {
+	v.bar.Finish()
+	if v.reportBar != nil {
+		v.reportBar.Finish()
+	}
+}
