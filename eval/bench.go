@@ -76,7 +76,7 @@ type Options struct {
 	// into the metrics, the scores and the trace pages.
 	ReportProgress func(done, total int)
 	Logger         *slog.Logger
-	Version  string
+	Version        string
 	// Paper holds reference EM/F1 to print beside, by variant.
 	Paper map[string][2]float64
 	// Scoring is how EM and F1 treat empty answers (default: the method's
