@@ -88,9 +88,14 @@ type Options struct {
 	// keeps per row of the minority class; 0 means 1 (as many). It must
 	// be at least 1.
 	BalanceRatio float64
-	// ValFraction is the share of questions whose rows go to val; 0 means
-	// DefaultValFraction, negative means no val. It must be below 1.
+	// ValFraction is the share of questions whose rows go to val (of
+	// rows, with ValByRow); 0 means DefaultValFraction, negative means no
+	// val. It must be below 1.
 	ValFraction float64
+	// ValByRow splits rows, not questions, as the reference code does: a
+	// question's states may then be on both sides, and the validation
+	// loss measures states of questions the judge trained on.
+	ValByRow bool
 	// Seed seeds the split and the balancing; 0 means DefaultSeed.
 	Seed int64
 	// Overwrite empties Out first; without it, an Out that is not empty
@@ -198,7 +203,7 @@ func filterInto(ctx context.Context, s settings) (Summary, error) {
 	sum.Options = UsedOptions{
 		MinAgreement: minAgreement, MinAgreementDefault: isDefault, MaxSamples: sc.maxSamples,
 		KeepEmptyGaps: s.KeepEmptyGaps, DropSelfContradictory: s.DropSelfContradictory,
-		Balance: s.Balance, ValFraction: s.valFraction, Seed: s.seed,
+		Balance: s.Balance, ValFraction: s.valFraction, ValByRow: s.ValByRow, Seed: s.seed,
 	}
 	if s.Balance {
 		sum.Options.BalanceRatio = s.BalanceRatio
@@ -395,7 +400,7 @@ func (p *decisions) count(sc *scanned, sum *Summary) {
 			continue
 		}
 		c := &sum.Classes.Train
-		if p.val[f.q] {
+		if p.inVal(i, f.q) {
 			sum.Rows.Val++
 			valQ[f.q] = true
 			c = &sum.Classes.Val
@@ -500,7 +505,7 @@ func (w *splitWriter) file(ctx context.Context, in string) error {
 			if w.n >= len(sc.rows) || l.Round != sc.rows[w.n].round || l.QuestionID != sc.qids[sc.rows[w.n].q] {
 				return fmt.Errorf("%s changed while it was read: row %d of the inputs is not the state read before", in, w.n+1)
 			}
-			f, r := sc.rows[w.n], p.rule[w.n]
+			r, inVal := p.rule[w.n], p.inVal(w.n, sc.rows[w.n].q)
 			w.n++
 			l.Split, l.DropRule, l.DropReason = "", "", ""
 			if r.normalized() {
@@ -514,7 +519,7 @@ func (w *splitWriter) file(ctx context.Context, in string) error {
 			for _, g := range l.GapItems {
 				w.categories[g.Category]++
 			}
-			if p.val[f.q] {
+			if inVal {
 				l.Split = SplitVal
 				w.batches[outVal] = append(w.batches[outVal], *l)
 			} else {

@@ -672,3 +672,51 @@ func TestSeveralInputs(t *testing.T) {
 		t.Errorf("one file given twice: got error %v, want %v (labelled twice)", err, ErrInput)
 	}
 }
+
+// TestValSplitByRow: with ValByRow, the share of the kept rows (not of the
+// questions) goes to val, chosen by the seed whatever the input's order,
+// and a question may have states on both sides.
+func TestValSplitByRow(t *testing.T) {
+	rows := mixed(60)
+	opts := Options{ValByRow: true, ValFraction: 0.25, MinAgreement: -1}
+	sum, out := run(t, rows, opts)
+	kept := sum.Rows.Train + sum.Rows.Val
+	if want := int64(math.Round(0.25 * float64(kept))); sum.Rows.Val != want {
+		t.Errorf("%d val rows of %d kept, want %d", sum.Rows.Val, kept, want)
+	}
+	if !sum.Options.ValByRow {
+		t.Error("the summary does not record the split by row")
+	}
+	sides := map[string]map[string]bool{}
+	for _, part := range [][]data.Label{out.train, out.val} {
+		for _, l := range part {
+			if sides[l.QuestionID] == nil {
+				sides[l.QuestionID] = map[string]bool{}
+			}
+			sides[l.QuestionID][l.Split] = true
+		}
+	}
+	both := 0
+	for _, s := range sides {
+		if len(s) == 2 {
+			both++
+		}
+	}
+	if both == 0 {
+		t.Error("no question has states on both sides: the rows were not split one by one")
+	}
+	keys := func(o output) []string {
+		var k []string
+		for _, l := range o.val {
+			k = append(k, fmt.Sprint(l.Key()))
+		}
+		slices.Sort(k)
+		return k
+	}
+	reversed := slices.Clone(rows)
+	slices.Reverse(reversed)
+	_, rev := run(t, reversed, opts)
+	if diff := cmp.Diff(keys(out), keys(rev)); diff != "" {
+		t.Errorf("reversed input, other val rows (-in order +reversed):\n%s", diff)
+	}
+}

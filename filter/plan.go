@@ -9,9 +9,18 @@ import (
 
 // decisions says what becomes of each row of the input.
 type decisions struct {
-	rule []rule // ruleNone for kept rows
-	val  []bool // by question
-	bal  balance
+	rule   []rule // ruleNone for kept rows
+	val    []bool // by question
+	valRow []bool // by row, when rows are split (then val is unused)
+	bal    balance
+}
+
+// inVal says whether row i, of question q, goes to val.
+func (p *decisions) inVal(i int, q int32) bool {
+	if p.valRow != nil {
+		return p.valRow[i]
+	}
+	return p.val[q]
 }
 
 // balance describes the balancing of train.
@@ -33,7 +42,20 @@ func plan(sc *scanned, rs rules, s settings) decisions {
 		}
 	}
 
-	// Split: shuffle the kept questions (sorted) and send the first to val.
+	if s.ValByRow {
+		p.splitRows(sc, s)
+	} else {
+		p.splitQuestions(kept, s)
+	}
+	if s.Balance {
+		p.balance(sc, s.BalanceRatio, s.seed)
+	}
+	return p
+}
+
+// splitQuestions shuffles the kept questions (sorted) and sends the first
+// to val.
+func (p *decisions) splitQuestions(kept []bool, s settings) {
 	var qs []int32
 	for q, k := range kept {
 		if k {
@@ -45,11 +67,27 @@ func plan(sc *scanned, rs rules, s settings) decisions {
 	for _, q := range qs[:valQuestions(s.valFraction, len(qs))] {
 		p.val[q] = true
 	}
+}
 
-	if s.Balance {
-		p.balance(sc, s.BalanceRatio, s.seed)
+// splitRows shuffles the kept rows, in the order of their states, and
+// sends the first to val.
+func (p *decisions) splitRows(sc *scanned, s settings) {
+	p.valRow = make([]bool, len(sc.rows))
+	var rows []int
+	for i, r := range p.rule {
+		if r == ruleNone {
+			rows = append(rows, i)
+		}
 	}
-	return p
+	slices.SortFunc(rows, func(a, b int) int {
+		fa, fb := sc.rows[a], sc.rows[b]
+		return cmp.Or(cmp.Compare(fa.q, fb.q), cmp.Compare(fa.round, fb.round))
+	})
+	split := rand.New(rand.NewPCG(uint64(s.seed), streamSplit))
+	split.Shuffle(len(rows), func(i, j int) { rows[i], rows[j] = rows[j], rows[i] })
+	for _, i := range rows[:valQuestions(s.valFraction, len(rows))] {
+		p.valRow[i] = true
+	}
 }
 
 // valQuestions returns how many of n questions go to val: round(frac * n),
@@ -68,7 +106,7 @@ func valQuestions(frac float64, n int) int {
 func (p *decisions) balance(sc *scanned, ratio float64, seed int64) {
 	var suff, insuff []int
 	for i, f := range sc.rows {
-		if p.rule[i] != ruleNone || p.val[f.q] {
+		if p.rule[i] != ruleNone || p.inVal(i, f.q) {
 			continue
 		}
 		if f.sufficient {

@@ -53,6 +53,7 @@ type UsedOptions struct {
 	Balance               bool    `json:"balance"`
 	BalanceRatio          float64 `json:"balance_ratio,omitempty"`
 	ValFraction           float64 `json:"val_fraction"`
+	ValByRow              bool    `json:"val_by_row,omitempty"`
 	Seed                  int64   `json:"seed"`
 }
 
@@ -248,7 +249,11 @@ func WriteTable(w io.Writer, s Summary) error {
 		how = fmt.Sprintf("default, up to %s per state", plural(o.MaxSamples, "sample"))
 	}
 	p("min agreement\t%.2f (%s)", o.MinAgreement, how)
-	p("val fraction\t%.2f of questions, seed %d", o.ValFraction, o.Seed)
+	unit := "questions"
+	if o.ValByRow {
+		unit = "rows"
+	}
+	p("val fraction\t%.2f of %s, seed %d", o.ValFraction, unit, o.Seed)
 	if o.Balance {
 		p("balance\ttrain's majority class cut to at most %.4g times its minority's size", o.BalanceRatio)
 	}

@@ -30,7 +30,8 @@ first rule that drops a row records its name and a reason in OUT/dropped.parquet
                                or to --balance-ratio times it
 Kept verdicts are normalised (categories mapped to the five of the method, repeated gap
 items removed, an empty target set to "Answer") and split by question, so that no
-question has states on both sides: --val-fraction of the questions, chosen with --seed,
+question has states on both sides: --val-fraction of the questions (of the rows, with
+--val-split row, as the reference code splits), chosen with --seed,
 go to OUT/val.parquet, the rest to OUT/train.parquet. OUT/filter.json and the table on
 stdout give the counts per rule (they add up to the input), class balance, gap
 categories, the agreement histogram and how the teacher agrees with retrieval truth.`,
@@ -43,6 +44,7 @@ categories, the agreement histogram and how the teacher agrees with retrieval tr
 			&cli.BoolFlag{Name: "balance", Usage: "cut train's majority class to the size of its minority class (times --balance-ratio)"},
 			&cli.Float64Flag{Name: "balance-ratio", Usage: "balance train, keeping at most this many rows of the majority class per row of the minority (at least 1; implies --balance)", Value: 1},
 			&cli.Float64Flag{Name: "val-fraction", Value: filter.DefaultValFraction, Usage: "share of the questions that go to validation (0: none)"},
+			&cli.StringFlag{Name: "val-split", Value: "question", Usage: "what --val-fraction splits: question (no question on both sides) or row (the reference code's)"},
 			&cli.Int64Flag{Name: "seed", Value: filter.DefaultSeed, Usage: "seed of the split and of balancing"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace the outputs already in --out"},
 		},
@@ -66,6 +68,8 @@ func filterAction(c *cli.Context) error {
 		return usageErrorf("filter: --val-fraction must be at least 0 and below 1")
 	case c.Int64("seed") == 0:
 		return usageErrorf("filter: --seed must not be 0")
+	case c.String("val-split") != "question" && c.String("val-split") != "row":
+		return usageErrorf("filter: --val-split must be question or row, not %q", c.String("val-split"))
 	}
 	for i, path := range in {
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -88,6 +92,7 @@ func filterAction(c *cli.Context) error {
 		Balance:               c.Bool("balance") || c.IsSet("balance-ratio"),
 		BalanceRatio:          c.Float64("balance-ratio"),
 		ValFraction:           valFraction,
+		ValByRow:              c.String("val-split") == "row",
 		Seed:                  c.Int64("seed"),
 		Overwrite:             c.Bool("overwrite"),
 		Logger:                loggerFrom(c),

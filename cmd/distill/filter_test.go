@@ -67,6 +67,14 @@ func TestOfflineChain(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "balance") {
 		t.Errorf("filter --overwrite --balance: exit %d, stderr %q", r.code, r.stderr)
 	}
+	r = runDistill(t, "--quiet", "filter", "--in", lab, "--out", "rows", "--val-split", "row", "--balance-ratio", "1.5")
+	if r.code != 0 || !strings.Contains(r.stdout, "of rows, seed") || !strings.Contains(r.stdout, "at most 1.5 times") {
+		t.Errorf("filter --val-split row --balance-ratio 1.5: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = runDistill(t, "--quiet", "filter", "--in", lab, "--out", "bad", "--val-split", "state")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--val-split must be question or row") {
+		t.Errorf("filter --val-split state: exit %d, stderr %q", r.code, r.stderr)
+	}
 	r = runDistill(t, "--quiet", "filter", "--in", filepath.Join(ro, "trajectories.parquet"), "--out", "x")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "trajectories") {
 		t.Errorf("filter of a trajectories file: exit %d, stderr %q", r.code, r.stderr)
