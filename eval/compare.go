@@ -41,20 +41,16 @@ func OpenBenchmark(path string) (Benchmark, error) {
 }
 
 // Compare writes the difference between two benchmarks: for every variant
-// present in both (matched by name, in a's order), each metric of a, of b,
-// and b - a, in aligned columns, and, when both have per-question scores,
-// the paired comparison of b's variant with a's over the questions both
-// ran (ComparePaired); then the variants only one report has. Numbers are
-// shown at report.md's precision, and the difference is that of the
-// numbers shown.
-func Compare(w io.Writer, ba, bb Benchmark) error {
+// present in both (matched by name, in a's order), or for each pair given
+// (a variant of a, a variant of b: the trained judge of one run against
+// the untuned one of another, say), each metric of a, of b, and b - a, in
+// aligned columns, and, when both have per-question scores, the paired
+// comparison of b's variant with a's over the questions both ran
+// (ComparePaired); then the variants only one report has (without pairs).
+// Numbers are shown at report.md's precision, and the difference is that
+// of the numbers shown.
+func Compare(w io.Writer, ba, bb Benchmark, pairs ...[2]string) error {
 	a, b := ba.Report, bb.Report
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "A: %s\n", describe(a))
-	fmt.Fprintf(tw, "B: %s\n", describe(b))
-	if a.Dataset != b.Dataset {
-		fmt.Fprintf(tw, "note: the reports are on different datasets (%q, %q)\n", a.Dataset, b.Dataset)
-	}
 	names := func(r Report) []string {
 		out := make([]string, len(r.Variants))
 		for i, v := range r.Variants {
@@ -63,31 +59,52 @@ func Compare(w io.Writer, ba, bb Benchmark) error {
 		return out
 	}
 	an, bn := names(a), names(b)
+	for _, pr := range pairs {
+		switch {
+		case !slices.Contains(an, pr[0]):
+			return fmt.Errorf("compare reports: A has no variant %s (it has %s)", pr[0], strings.Join(an, ", "))
+		case !slices.Contains(bn, pr[1]):
+			return fmt.Errorf("compare reports: B has no variant %s (it has %s)", pr[1], strings.Join(bn, ", "))
+		}
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "A: %s\n", describe(a))
+	fmt.Fprintf(tw, "B: %s\n", describe(b))
+	if a.Dataset != b.Dataset {
+		fmt.Fprintf(tw, "note: the reports are on different datasets (%q, %q)\n", a.Dataset, b.Dataset)
+	}
 	var onlyA, onlyB []string
-	for i, va := range a.Variants {
-		j := slices.Index(bn, va.Name)
-		if j < 0 {
-			onlyA = append(onlyA, va.Name)
-			continue
+	byName := len(pairs) == 0
+	if byName {
+		for i, n := range an {
+			switch {
+			case !slices.Contains(bn, n):
+				onlyA = append(onlyA, n)
+			case slices.Index(an, n) == i: // a repeated name: the first one counts
+				pairs = append(pairs, [2]string{n, n})
+			}
 		}
-		if slices.Index(an, va.Name) != i {
-			continue // a repeated name: the first one counts
+		for _, n := range bn {
+			if !slices.Contains(an, n) && !slices.Contains(onlyB, n) {
+				onlyB = append(onlyB, n)
+			}
 		}
-		vb := b.Variants[j]
-		fmt.Fprintf(tw, "\nvariant %s\n", va.Name)
+	}
+	for _, pr := range pairs {
+		va, vb := a.Variants[slices.Index(an, pr[0])], b.Variants[slices.Index(bn, pr[1])]
+		if pr[0] == pr[1] {
+			fmt.Fprintf(tw, "\nvariant %s\n", va.Name)
+		} else {
+			fmt.Fprintf(tw, "\nvariant %s of A, %s of B\n", va.Name, vb.Name)
+		}
 		fmt.Fprintf(tw, "  metric\tA\tB\tB-A\n")
 		for _, m := range scalarMetrics() {
 			x, y := num(m.get(va.Metrics), m.prec), num(m.get(vb.Metrics), m.prec)
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", m.name, x, y, difference(x, y, m.prec))
 		}
-		sa, sb := ba.Scores[va.Name], bb.Scores[va.Name]
+		sa, sb := ba.Scores[va.Name], bb.Scores[vb.Name]
 		if len(sa) > 0 && len(sb) > 0 {
 			writePairedLines(tw, ComparePaired(sa, sb), len(sa), len(sb))
-		}
-	}
-	for _, n := range bn {
-		if !slices.Contains(an, n) && !slices.Contains(onlyB, n) {
-			onlyB = append(onlyB, n)
 		}
 	}
 	if len(onlyA) > 0 {

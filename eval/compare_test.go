@@ -123,3 +123,26 @@ func TestComparePairedScores(t *testing.T) {
 		t.Errorf("only full has scores in both, want one paired block:\n%s", out.String())
 	}
 }
+
+// TestComparePairs: a pair compares a variant of A with another of B,
+// paired by question, and a variant a report lacks is an error.
+func TestComparePairs(t *testing.T) {
+	a, b := testReport(t), testReport(t)
+	sa := map[string][]ScoreRow{"full": rows("full", []float64{1, 1, 0}, []float64{1, 1, 0.5})}
+	sb := map[string][]ScoreRow{"no-judge": rows("no-judge", []float64{0, 1, 0}, []float64{0, 1, 0.5})}
+	var out bytes.Buffer
+	if err := Compare(&out, Benchmark{Report: a, Scores: sa}, Benchmark{Report: b, Scores: sb}, [2]string{"full", "no-judge"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"variant full of A, no-judge of B\n", "paired, B-A over the 3 questions both ran:", "B better on 0 questions, worse on 1"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "only in") || strings.Count(out.String(), "\nvariant ") != 1 {
+		t.Errorf("with a pair, only that pair is compared:\n%s", out.String())
+	}
+	if err := Compare(&out, Benchmark{Report: a}, Benchmark{Report: b}, [2]string{"full", "no-such"}); err == nil || !strings.Contains(err.Error(), "B has no variant no-such") {
+		t.Errorf("a missing variant: %v", err)
+	}
+}

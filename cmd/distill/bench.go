@@ -87,6 +87,9 @@ statistics when A and B are benchmark directories.`,
 		Action: benchAction,
 		Subcommands: []*cli.Command{{
 			Name: "compare", Usage: "print the differences between two benchmark reports", ArgsUsage: "A B (report.json files or benchmark directories)",
+			Flags: []cli.Flag{
+				&cli.StringSliceFlag{Name: "pair", Usage: "compare variant `X:Y`, X of A with Y of B (repeatable), instead of the variants of the same name"},
+			},
 			Action: benchCompareAction,
 		}, {
 			Name: "merge", Usage: "join the benchmarks of the shards of one question set and report them", ArgsUsage: "SHARD_DIR...",
@@ -333,7 +336,18 @@ func benchCompareAction(c *cli.Context) error {
 		}
 		reps[i] = bm
 	}
-	return eval.Compare(c.App.Writer, reps[0], reps[1])
+	var pairs [][2]string
+	for _, p := range c.StringSlice("pair") {
+		x, y, ok := strings.Cut(p, ":")
+		if !ok || x == "" || y == "" {
+			return usageErrorf("bench compare: --pair %q: want X:Y, a variant of A and one of B", p)
+		}
+		pairs = append(pairs, [2]string{x, y})
+	}
+	if err := eval.Compare(c.App.Writer, reps[0], reps[1], pairs...); err != nil {
+		return usageErrorf("bench %w", err)
+	}
+	return nil
 }
 
 // benchModels builds the roles of each variant: one model client stack per

@@ -60,6 +60,15 @@ func TestBenchOffline(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "full") || !strings.Contains(r.stdout, "only in") {
 		t.Errorf("compare: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
+	r = runDistill(t, "bench", "compare", "--pair", "no-judge:no-sft", defaultBenchOut, "trained")
+	if r.code != 0 || !strings.Contains(r.stdout, "variant no-judge of A, no-sft of B") || !strings.Contains(r.stdout, "paired, B-A") {
+		t.Errorf("compare --pair: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, bad := range []string{"full", "full:nope"} {
+		if r = runDistill(t, "bench", "compare", "--pair", bad, defaultBenchOut, "trained"); r.code != exitUsage || r.stdout != "" {
+			t.Errorf("compare --pair %s: exit %d, stderr %q; want a usage error", bad, r.code, r.stderr)
+		}
+	}
 
 	// A judge trained on another prompt template is refused.
 	h, err := judge.ReadHandback("judge")
