@@ -329,14 +329,20 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		}
 		r.Leakage.warn(log, "in the report", false)
 	}
-	write := func(name string, fn func(w io.Writer) error) error {
-		err := data.WriteAtomic(filepath.Join(o.Out, name), func(w *bufio.Writer) error { return fn(w) })
-		if err != nil {
-			return fmt.Errorf("write %s: %w", name, err)
-		}
-		files = append(files, name)
-		return nil
+	if err := tw.Close(); err != nil {
+		return Summary{}, err
 	}
+	written, err := writeReports(o.Out, r)
+	if err != nil {
+		return Summary{}, err
+	}
+	return Summary{Report: r, Files: append(append(files, TracesHTML), written...)}, nil
+}
+
+// writeReports writes report.json, report.md and the plots into out, and
+// returns their names there (as Summary.Files says).
+func writeReports(out string, r Report) ([]string, error) {
+	var files []string
 	for _, f := range []struct {
 		name string
 		fn   func(w io.Writer) error
@@ -344,22 +350,20 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 		{ReportJSON, func(w io.Writer) error { return WriteJSON(w, r) }},
 		{ReportMD, func(w io.Writer) error { return WriteMarkdown(w, r) }},
 	} {
-		if err := write(f.name, f.fn); err != nil {
-			return Summary{}, err
+		err := data.WriteAtomic(filepath.Join(out, f.name), func(w *bufio.Writer) error { return f.fn(w) })
+		if err != nil {
+			return nil, fmt.Errorf("write %s: %w", f.name, err)
 		}
+		files = append(files, f.name)
 	}
-	if err := tw.Close(); err != nil {
-		return Summary{}, err
-	}
-	files = append(files, TracesHTML)
-	plots, err := WritePlots(o.Out, r)
+	plots, err := WritePlots(out, r)
 	if err != nil {
-		return Summary{}, err
+		return nil, err
 	}
 	for _, p := range plots {
-		files = append(files, filepath.Base(p)) // names in Out, as Summary.Files says
+		files = append(files, filepath.Base(p))
 	}
-	return Summary{Report: r, Files: files}, nil
+	return files, nil
 }
 
 // selected returns the ids of the questions the variants run: the first

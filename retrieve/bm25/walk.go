@@ -31,13 +31,11 @@ import (
 // only: cut at every block end of a long non-essential list, they would
 // be too short to skip much and cost a bound each.
 func (s *searcher) walk(x *Index, k, most int, cut float32, limit int, seed []candidate, seedLast uint32) []candidate {
-	terms, lists, contrib, wb := s.terms, s.lists, s.contrib, s.wb
-	n := len(terms)
-	top := s.top[:0]
+	n := len(s.terms)
+	w := walkState{x: x, k: k, cut: cut, limit: limit, top: s.top[:0], dealt: math.MaxUint32, seeded: seed != nil, seedLast: seedLast}
 	if seed != nil {
-		top = seed
+		w.top = seed
 	}
-	dealt := uint32(math.MaxUint32)
 	s.ess = slices.Grow(s.ess[:0], n)[:n]
 	ess := s.ess
 	for i := range ess {
@@ -46,225 +44,257 @@ func (s *searcher) walk(x *Index, k, most int, cut float32, limit int, seed []ca
 	essential := most
 	chosen := float32(math.NaN()) // the cut of the last choice
 	lower := func() {
-		if cut == chosen {
+		if w.cut == chosen {
 			return
 		}
-		chosen = cut
-		if essential = s.choose(most, cut); essential < most {
+		chosen = w.cut
+		if essential = s.choose(most, w.cut); essential < most {
 			s.pruned = true
 		}
 	}
 	lower()
-	norm, shift := &x.norm, x.blockShift
 	// last is the last document dealt with (none while started is false).
 	var last uint32
 	started := false
-	// next returns the first document after last among the lists of the
-	// essential terms, moving those that lag behind last past it (a term
-	// looked up until the cut made it essential).
-	next := func() uint32 {
-		d := uint32(math.MaxUint32)
-		for i := range lists {
-			if !ess[i] {
-				continue
-			}
-			c := &lists[i]
-			if started && c.pos < len(c.docs) && c.docs[c.pos] <= last {
-				c.pos += gallop(c.docs[c.pos:], last+1)
-			}
-			if c.pos < len(c.docs) && c.docs[c.pos] < d {
-				d = c.docs[c.pos]
-			}
-		}
-		return d
-	}
-	// window sets wb[i] to the bound of what terms[i] can add to a document
-	// from d to the window's end, which it returns.
-	window := func(d uint32) uint32 {
-		end := uint32(math.MaxUint32)
-		for i := range lists {
-			if !ess[i] {
-				continue
-			}
-			c := &lists[i]
-			if b := c.block(d); b < len(c.lasts) {
-				end = min(end, c.lasts[b])
-			}
-		}
-		for i := range lists {
-			c := &lists[i]
-			wb[i] = 0
-			if !ess[i] {
-				// The largest bound of the list's blocks in the window, or
-				// the list's when they are many.
-				b := c.block(d)
-				if b == len(c.lasts) {
-					continue
-				}
-				m := c.maxes[b]
-				for j := b + 1; j < len(c.lasts) && c.lasts[j-1] < end; j++ {
-					if j-b == maxWindowBlocks {
-						m = 1
-						break
-					}
-					m = max(m, c.maxes[j])
-				}
-				wb[i] = min(terms[i].w*m*boundSlack, terms[i].bound)
-				continue
-			}
-			// A list whose next posting comes after the window adds nothing.
-			if c.blk < len(c.lasts) && c.pos < len(c.docs) && c.docs[c.pos] <= end {
-				wb[i] = terms[i].w * c.maxes[c.blk] * boundSlack
-			}
-		}
-		return end
-	}
-	for essential > 0 && limit > 0 {
-		d := next()
+	for essential > 0 && w.limit > 0 {
+		d := s.nextDoc(last, started)
 		if d == math.MaxUint32 {
 			break
 		}
-		end := window(d)
-		walked, look, lrest := s.split(cut)
+		end := s.window(d)
+		walked, look, lrest := s.split(w.cut)
 		if len(walked) < essential {
 			s.pruned = true
 		}
 		if len(walked) == 0 {
 			// Nothing in the window can reach the top k.
 			s.skipped++
-			limit--
+			w.limit--
 			if end == math.MaxUint32 {
 				break
 			}
-			last, started, dealt = end, true, end
+			last, started, w.dealt = end, true, end
 			continue
 		}
-		// The documents of the walked lists in the window, in order. Their
-		// norms are read first, in one pass whose loads do not wait on
-		// each other: in a large index each is a cache miss, which one
-		// document at a time would pay one after the other (at 21M
-		// passages this halves the median query). The next document is
-		// then found while the current one is scored.
-		d = uint32(math.MaxUint32)
-		var sink uint16
-		for _, i := range walked {
-			c := &lists[i]
-			if c.pos < len(c.docs) && c.docs[c.pos] < d {
-				d = c.docs[c.pos]
-			}
-			if len(c.docs) > x.n/sparseList {
-				// Dense: the norms share cache lines, read in order.
-				continue
-			}
-			for _, doc := range c.docs[c.pos:] {
-				if doc > end {
-					break
-				}
-				sink |= norm.short[doc]
-			}
-		}
-		s.sink = sink
-		var nd float32
-		if d <= end && d != math.MaxUint32 {
-			nd = norm.of(d)
-		}
-		done := end // the last document of the window dealt with
-		// Whether the window walks terms[0]'s list, when a seed's walk
-		// dealt with some of its documents.
-		walked0 := seed != nil && slices.Contains(walked, 0)
-		for ; d <= end && d != math.MaxUint32 && limit > 0; limit-- {
-			var partial float32
-			after := uint32(math.MaxUint32)
-			for _, i := range walked {
-				c := &lists[i]
-				contrib[i] = 0
-				if c.pos < len(c.docs) && c.docs[c.pos] == d {
-					tf := float32(c.tfs[c.pos])
-					contrib[i] = terms[i].w * tf / (tf + nd)
-					c.pos++
-				}
-				if c.pos < len(c.docs) && c.docs[c.pos] < after {
-					after = c.docs[c.pos]
-				}
-				partial += contrib[i]
-			}
-			var nextNorm float32
-			if after <= end && after != math.MaxUint32 {
-				nextNorm = norm.of(after)
-			}
-			cur, curNorm := d, nd
-			d, nd = after, nextNorm
-			dealt = cur
-			if walked0 && contrib[0] != 0 && cur <= seedLast {
-				continue // the seed's walk dealt with it
-			}
-			kept := true
-			for j, i := range look {
-				if partial+lrest[j] < cut {
-					kept = false
-					break
-				}
-				c := &lists[i]
-				contrib[i] = 0
-				c.seek(cur, shift)
-				if c.pos < len(c.docs) && c.docs[c.pos] == cur {
-					tf := float32(c.tfs[c.pos])
-					contrib[i] = terms[i].w * tf / (tf + curNorm)
-					partial += contrib[i]
-				}
-			}
-			if !kept {
-				s.pruned = true
-				continue
-			}
-			// The score adds the contributions in the terms' order, however
-			// they were found, so that it is the same in every search.
-			var score float32
-			for i := range n {
-				score += contrib[i]
-			}
-			c := candidate{score: score, doc: cur}
-			// A document that only ties the k-th is worse if it comes
-			// later (the seed's may come later).
-			if len(top) == k && !worse(top[0], c) {
-				continue
-			}
-			if seed != nil && cur <= seedLast && contrib[0] != 0 {
-				continue // the seed's walk dealt with it
-			}
-			if slices.Contains(s.exclude, cur) {
-				continue
-			}
-			if len(top) < k {
-				top = append(top, c)
-				siftUp(top, len(top)-1)
-			} else {
-				top[0] = c
-				siftDown(top, 0)
-			}
-			if len(top) == k && !x.exhaustive {
-				// A higher cut drops more documents at once, and may
-				// leave fewer lists to walk from the next window on.
-				cut = max(cut, top[0].score*(1-1e-6))
-			}
-		}
-		if limit == 0 {
+		s.scoreWindow(&w, walked, look, lrest, end)
+		if w.limit == 0 {
 			break // dealt is the last document scored
 		}
-		dealt = done
-		if done == math.MaxUint32 {
+		w.dealt = end
+		if end == math.MaxUint32 {
 			break
 		}
-		last, started = done, true
+		last, started = end, true
 		// A higher cut may leave fewer lists to walk from the next window
 		// on.
 		lower()
 	}
-	if limit > 0 {
-		dealt = math.MaxUint32 // the lists ran out, or nothing can reach cut
+	if w.limit > 0 {
+		w.dealt = math.MaxUint32 // the lists ran out, or nothing can reach cut
 	}
-	s.top, s.dealt = top, dealt
-	return top
+	s.top, s.dealt = w.top, w.dealt
+	return w.top
+}
+
+// walkState is what a walk carries from one window to the next.
+type walkState struct {
+	x     *Index
+	k     int
+	cut   float32
+	limit int
+	top   []candidate // a heap, worst first
+	dealt uint32      // the last document dealt with
+	// seeded says the walk started from the heap of a walk of terms[:1]
+	// that dealt with the documents up to seedLast.
+	seeded   bool
+	seedLast uint32
+}
+
+// nextDoc returns the first document after last among the lists of the
+// essential terms, moving those that lag behind last past it (a term
+// looked up until the cut made it essential).
+func (s *searcher) nextDoc(last uint32, started bool) uint32 {
+	d := uint32(math.MaxUint32)
+	for i := range s.lists {
+		if !s.ess[i] {
+			continue
+		}
+		c := &s.lists[i]
+		if started && c.pos < len(c.docs) && c.docs[c.pos] <= last {
+			c.pos += gallop(c.docs[c.pos:], last+1)
+		}
+		if c.pos < len(c.docs) && c.docs[c.pos] < d {
+			d = c.docs[c.pos]
+		}
+	}
+	return d
+}
+
+// window sets s.wb[i] to the bound of what terms[i] can add to a document
+// from d to the window's end, which it returns.
+func (s *searcher) window(d uint32) uint32 {
+	terms, lists, ess, wb := s.terms, s.lists, s.ess, s.wb
+	end := uint32(math.MaxUint32)
+	for i := range lists {
+		if !ess[i] {
+			continue
+		}
+		c := &lists[i]
+		if b := c.block(d); b < len(c.lasts) {
+			end = min(end, c.lasts[b])
+		}
+	}
+	for i := range lists {
+		c := &lists[i]
+		wb[i] = 0
+		if !ess[i] {
+			// The largest bound of the list's blocks in the window, or
+			// the list's when they are many.
+			b := c.block(d)
+			if b == len(c.lasts) {
+				continue
+			}
+			m := c.maxes[b]
+			for j := b + 1; j < len(c.lasts) && c.lasts[j-1] < end; j++ {
+				if j-b == maxWindowBlocks {
+					m = 1
+					break
+				}
+				m = max(m, c.maxes[j])
+			}
+			wb[i] = min(terms[i].w*m*boundSlack, terms[i].bound)
+			continue
+		}
+		// A list whose next posting comes after the window adds nothing.
+		if c.blk < len(c.lasts) && c.pos < len(c.docs) && c.docs[c.pos] <= end {
+			wb[i] = terms[i].w * c.maxes[c.blk] * boundSlack
+		}
+	}
+	return end
+}
+
+// firstInWindow returns the first document of the walked lists, and
+// reads the norms of their documents up to end first, in one pass whose
+// loads do not wait on each other: in a large index each is a cache miss,
+// which one document at a time would pay one after the other (at 21M
+// passages this halves the median query).
+func (s *searcher) firstInWindow(x *Index, walked []int, end uint32) uint32 {
+	d := uint32(math.MaxUint32)
+	var sink uint16
+	for _, i := range walked {
+		c := &s.lists[i]
+		if c.pos < len(c.docs) && c.docs[c.pos] < d {
+			d = c.docs[c.pos]
+		}
+		if len(c.docs) > x.n/sparseList {
+			// Dense: the norms share cache lines, read in order.
+			continue
+		}
+		for _, doc := range c.docs[c.pos:] {
+			if doc > end {
+				break
+			}
+			sink |= x.norm.short[doc]
+		}
+	}
+	s.sink = sink
+	return d
+}
+
+// scoreWindow scores the documents of the walked lists up to end, in
+// order, looking up the terms of look (lrest[j]: what look[j:] can still
+// add) while a document can reach w.cut, and keeps the best w.k in w.top.
+// The next document is found while the current one is scored.
+func (s *searcher) scoreWindow(w *walkState, walked, look []int, lrest []float32, end uint32) {
+	terms, lists, contrib := s.terms, s.lists, s.contrib
+	n := len(terms)
+	x, k, shift, norm := w.x, w.k, w.x.blockShift, &w.x.norm
+	top, cut, limit, dealt := w.top, w.cut, w.limit, w.dealt
+	d := s.firstInWindow(x, walked, end)
+	var nd float32
+	if d <= end && d != math.MaxUint32 {
+		nd = norm.of(d)
+	}
+	// Whether the window walks terms[0]'s list, when a seed's walk dealt
+	// with some of its documents.
+	walked0 := w.seeded && slices.Contains(walked, 0)
+	for ; d <= end && d != math.MaxUint32 && limit > 0; limit-- {
+		var partial float32
+		after := uint32(math.MaxUint32)
+		for _, i := range walked {
+			c := &lists[i]
+			contrib[i] = 0
+			if c.pos < len(c.docs) && c.docs[c.pos] == d {
+				tf := float32(c.tfs[c.pos])
+				contrib[i] = terms[i].w * tf / (tf + nd)
+				c.pos++
+			}
+			if c.pos < len(c.docs) && c.docs[c.pos] < after {
+				after = c.docs[c.pos]
+			}
+			partial += contrib[i]
+		}
+		var nextNorm float32
+		if after <= end && after != math.MaxUint32 {
+			nextNorm = norm.of(after)
+		}
+		cur, curNorm := d, nd
+		d, nd = after, nextNorm
+		dealt = cur
+		if walked0 && contrib[0] != 0 && cur <= w.seedLast {
+			continue // the seed's walk dealt with it
+		}
+		kept := true
+		for j, i := range look {
+			if partial+lrest[j] < cut {
+				kept = false
+				break
+			}
+			c := &lists[i]
+			contrib[i] = 0
+			c.seek(cur, shift)
+			if c.pos < len(c.docs) && c.docs[c.pos] == cur {
+				tf := float32(c.tfs[c.pos])
+				contrib[i] = terms[i].w * tf / (tf + curNorm)
+				partial += contrib[i]
+			}
+		}
+		if !kept {
+			s.pruned = true
+			continue
+		}
+		// The score adds the contributions in the terms' order, however
+		// they were found, so that it is the same in every search.
+		var score float32
+		for i := range n {
+			score += contrib[i]
+		}
+		c := candidate{score: score, doc: cur}
+		// A document that only ties the k-th is worse if it comes
+		// later (the seed's may come later).
+		if len(top) == k && !worse(top[0], c) {
+			continue
+		}
+		if w.seeded && cur <= w.seedLast && contrib[0] != 0 {
+			continue // the seed's walk dealt with it
+		}
+		if slices.Contains(s.exclude, cur) {
+			continue
+		}
+		if len(top) < k {
+			top = append(top, c)
+			siftUp(top, len(top)-1)
+		} else {
+			top[0] = c
+			siftDown(top, 0)
+		}
+		if len(top) == k && !x.exhaustive {
+			// A higher cut drops more documents at once, and may
+			// leave fewer lists to walk from the next window on.
+			cut = max(cut, top[0].score*(1-1e-6))
+		}
+	}
+	w.top, w.cut, w.limit, w.dealt = top, cut, limit, dealt
 }
 
 // maxChoose is the most terms among which choose looks for the best
