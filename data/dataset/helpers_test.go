@@ -1,72 +1,35 @@
 package dataset
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/distill-rag/distill/data"
 )
 
-// outcome is what a test keeps of one bad record.
-type outcome struct {
-	ID     string // the question or passage id on success
+// badRecord is what a test keeps of a data.RecordError.
+type badRecord struct {
 	Index  int
 	Line   int
 	Field  string
 	Reason string // the RecordError's Err
-	Fatal  string // a fatal error's text, the file's path replaced by FILE
 }
 
-func outcomeOf(path, id string, err error) outcome {
-	var recErr *data.RecordError
-	switch {
-	case err == nil:
-		return outcome{ID: id}
-	case errors.As(err, &recErr):
-		return outcome{Index: recErr.Index, Line: recErr.Line, Field: recErr.Field, Reason: recErr.Err.Error()}
-	}
-	return outcome{Fatal: strings.ReplaceAll(err.Error(), path, "FILE")}
+func badRecordOf(e *data.RecordError) badRecord {
+	return badRecord{Index: e.Index, Line: e.Line, Field: e.Field, Reason: e.Err.Error()}
 }
 
 // hotpotqaBadRecords are the bad records of ../testdata/hotpotqa_bad.jsonl
 // as the HotpotQA reader reports them (package data's tests hold the
 // reader to them).
-var hotpotqaBadRecords = []outcome{
+var hotpotqaBadRecords = []badRecord{
 	{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 	{Index: 2, Line: 4, Field: "question", Reason: "got JSON number, want string"},
 	{Index: 3, Line: 5, Field: "paragraphs", Reason: "hotpotqa format: unknown field"},
 	{Index: 4, Line: 6, Field: "question", Reason: "missing or empty"},
 	{Index: 5, Line: 7, Field: "supporting_facts", Reason: `fact 0: title "B" is not in the context`},
 	{Index: 6, Line: 8, Field: "supporting_facts", Reason: "fact 0: want [title, sentence index]: element 1: got JSON string, want integer"},
-}
-
-// readExamples reads every good record of a question file.
-func readExamples(t *testing.T, path string, format data.QuestionFormat) []data.Example {
-	t.Helper()
-	r, err := data.OpenQuestions(path, format)
-	if err != nil {
-		t.Fatalf("OpenQuestions: %v", err)
-	}
-	defer r.Close()
-	var out []data.Example
-	for {
-		ex, err := r.Next()
-		if err == io.EOF {
-			return out
-		}
-		var recErr *data.RecordError
-		if errors.As(err, &recErr) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ex)
-	}
 }
 
 func writeFile(t *testing.T, name string, b []byte) string {

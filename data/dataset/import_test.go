@@ -20,10 +20,10 @@ func testLogger(t *testing.T) *slog.Logger {
 }
 
 // errorOutcomes summarises the bad records an import reports.
-func errorOutcomes(errs []*data.RecordError) []outcome {
-	var out []outcome
+func errorOutcomes(errs []*data.RecordError) []badRecord {
+	var out []badRecord
 	for _, e := range errs {
-		out = append(out, outcomeOf(e.File, "", e))
+		out = append(out, badRecordOf(e))
 	}
 	return out
 }
@@ -33,7 +33,7 @@ func TestImport(t *testing.T) {
 		name       string
 		opts       ImportOptions
 		want       ImportResult // paths are filled in by the test
-		wantErrors []outcome
+		wantErrors []badRecord
 		wantCorpus []string // titles of the passages written, in order
 	}{
 		{
@@ -77,7 +77,7 @@ func TestImport(t *testing.T) {
 			name: "repeated question id",
 			opts: ImportOptions{In: "../testdata/hotpotqa_dup.jsonl", Format: data.QuestionsHotpotQA, SkipBad: true},
 			want: ImportResult{Questions: 2, Passages: 2, BadRecords: 1, QuestionsWithAllGoldTitles: 2},
-			wantErrors: []outcome{
+			wantErrors: []badRecord{
 				{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
 			},
 			wantCorpus: []string{"Paris", "Rome"},
@@ -86,7 +86,7 @@ func TestImport(t *testing.T) {
 			name: "skip bad passages",
 			opts: ImportOptions{In: "../testdata/flashrag.jsonl", Format: data.QuestionsFlashRAG, Corpus: "../testdata/corpus_bad.jsonl", CorpusFormat: data.CorpusJSONL, SkipBad: true},
 			want: ImportResult{Questions: 3, Passages: 2, BadRecords: 5, QuestionsMissingGoldTitles: 2},
-			wantErrors: []outcome{
+			wantErrors: []badRecord{
 				{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 				{Index: 2, Line: 3, Field: "text", Reason: "missing or empty"},
 				{Index: 3, Line: 4, Field: "id", Reason: "missing or empty"},
@@ -153,18 +153,9 @@ func TestImportWritesWhatReadersRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples := readExamples(t, "../testdata/2wiki.json", data.Questions2Wiki)
-	var wantQuestions []data.Question
-	var wantPassages []data.Passage
-	seen := make(map[string]bool)
-	for _, ex := range examples {
-		wantQuestions = append(wantQuestions, ex.Question)
-		for _, p := range ex.Context {
-			if !seen[p.ID] {
-				seen[p.ID] = true
-				wantPassages = append(wantPassages, p)
-			}
-		}
+	wantQuestions, wantPassages, err := data.ReadWithContext("../testdata/2wiki.json", data.Questions2Wiki)
+	if err != nil {
+		t.Fatal(err)
 	}
 	questions, err := data.ReadParquet[data.Question](res.QuestionsPath)
 	if err != nil {
@@ -189,23 +180,23 @@ func TestImportFailsCleanly(t *testing.T) {
 		name       string
 		ctx        context.Context
 		opts       ImportOptions
-		wantRecord *outcome // the data.RecordError the import stops at, if any
+		wantRecord *badRecord // the data.RecordError the import stops at, if any
 		wantErr    string
 	}{
 		{
 			name:       "bad question",
 			opts:       ImportOptions{In: "../testdata/hotpotqa_bad.jsonl", Format: data.QuestionsHotpotQA},
-			wantRecord: &outcome{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+			wantRecord: &badRecord{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 		},
 		{
 			name:       "repeated question id",
 			opts:       ImportOptions{In: "../testdata/hotpotqa_dup.jsonl", Format: data.QuestionsHotpotQA},
-			wantRecord: &outcome{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
+			wantRecord: &badRecord{Index: 2, Line: 3, Field: "id", Reason: `question id "same" repeats an earlier one`},
 		},
 		{
 			name:       "bad passage",
 			opts:       ImportOptions{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA, Corpus: "../testdata/corpus_bad.jsonl", CorpusFormat: data.CorpusJSONL},
-			wantRecord: &outcome{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
+			wantRecord: &badRecord{Index: 1, Line: 2, Reason: "invalid JSON: unexpected end of JSON input"},
 		},
 		{
 			name:    "broken question list",
@@ -258,7 +249,7 @@ func TestImportFailsCleanly(t *testing.T) {
 			case tt.wantRecord != nil && !errors.As(err, &recErr):
 				t.Errorf("got %v, want a *data.RecordError", err)
 			case tt.wantRecord != nil:
-				if diff := cmp.Diff(*tt.wantRecord, outcomeOf(recErr.File, "", recErr)); diff != "" {
+				if diff := cmp.Diff(*tt.wantRecord, badRecordOf(recErr)); diff != "" {
 					t.Errorf("record error mismatch (-want +got):\n%s", diff)
 				}
 			case !strings.Contains(err.Error(), tt.wantErr):
