@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: experiment model-roles all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
+.PHONY: demo experiment model-roles all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
 
 all: build
 
@@ -17,6 +17,12 @@ build:
 
 # The fake servers' commands (cmd/distill/fakellm.go) are built only with
 # the fakes tag; the second vet and test runs cover them.
+# demo runs the whole pipeline offline on the bundled sample, with built-in
+# roles (examples/sample.yaml), into runs/demo; run it again and every stage
+# is up to date.
+demo: build
+	bin/distill run examples/sample.yaml
+
 test:
 	$(GO) vet ./...
 	$(GO) vet -tags fakes ./cmd/distill

@@ -1,8 +1,11 @@
 package filter
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -353,4 +356,17 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ReadSummary reads the filter.json that Run wrote in dir.
+func ReadSummary(dir string) (Summary, error) {
+	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	if err != nil {
+		return Summary{}, fmt.Errorf("filter: %w", err)
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Summary{}, fmt.Errorf("filter: %s: %w", filepath.Join(dir, SummaryFile), err)
+	}
+	return s, nil
 }

@@ -17,7 +17,8 @@ datasets and corpora and indexes them (data, index, search), runs the S2G
 loop with the untuned judge and records every state (rollout), has a teacher
 model label those states (label), keeps the labels that agree with retrieval
 truth (filter), fine-tunes the judge on them (train), and measures the tuned
-judge inside the full loop (bench).
+judge inside the full loop (bench). distill run runs them all from one
+pipeline file (examples/sample.yaml; make demo).
 
 Flags take their values from, in order: the command line, the environment
 (DISTILL_...), the --config file, the defaults.`
@@ -27,6 +28,7 @@ Flags take their values from, in order: the command line, the environment
 // those of a build with the fakes tag (none in a release).
 func commands() []*cli.Command {
 	return append([]*cli.Command{
+		runCommand(),
 		dataCommand(),
 		indexCommand(),
 		searchCommand(),

@@ -30,7 +30,7 @@ func TestHelpListsCommandsInOrder(t *testing.T) {
 			in = false
 		}
 	}
-	want := []string{"data", "index", "search", "rollout", "merge", "label", "filter", "train", "bench", "score", "version", "help"}
+	want := []string{"run", "data", "index", "search", "rollout", "merge", "label", "filter", "train", "bench", "score", "version", "help"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("commands in distill --help (-want +got):\n%s\n%s", diff, r.stdout)
 	}

@@ -63,6 +63,11 @@ var examples = map[string][]string{
 	"bench merge":   {"distill bench merge --out runs/bench --questions runs/hotpot/questions.parquet runs/bench-0 runs/bench-1"},
 	"bench compare": {"distill bench compare runs/bench-a runs/bench-b"},
 	"version":       {"distill version"},
+	"run": {
+		"distill run examples/sample.yaml",
+		"distill run --dry-run examples/local-models.yaml",
+		"distill run --from filter --force examples/sample.yaml",
+	},
 	"score": {
 		"distill score --questions runs/hotpot/questions.parquet --predictions preds.jsonl",
 		"distill score --questions hotpot_dev_distractor_v1.json --format hotpotqa --predictions preds.jsonl --per-question > scores.jsonl",

@@ -2,7 +2,7 @@
 
 package main
 
-// The many-machines recipe (README "Many machines", examples/), run on one
+// The many-machines recipe (docs/commands.md "Many machines", cmd/distill/examples/), run on one
 // machine by make e2e-shards: each step as four shards in separate
 // processes at once, joined by distill merge or distill bench merge, must
 // give what one unsharded run of the same questions gives.

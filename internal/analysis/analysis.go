@@ -22,7 +22,7 @@ var stopWords = map[string]struct{}{
 }
 
 // Analyzer turns text into index terms the way Lucene's EnglishAnalyzer
-// does (checked against OpenSearch's, see README): StandardTokenizer's
+// does (checked against OpenSearch's, see docs/commands.md): StandardTokenizer's
 // Unicode word tokens (letters and digits, keeping "don't", "U.S", "a:b",
 // "3.14", "1,000" and "5'9" whole, one token per CJK ideograph, one per
 // emoji), the possessive "'s" removed, lower case, English stop words

@@ -48,7 +48,7 @@ type BuildOptions struct {
 	// them (one byte: exact below 24 terms, then 4 significant bits,
 	// rounded down), so that scores follow Lucene's, OpenSearch's and
 	// Pyserini's more closely. The default, exact lengths, is textbook
-	// BM25. Each changes a few near-tied ranks; see README.
+	// BM25. Each changes a few near-tied ranks; see docs/commands.md (Retrieval).
 	LuceneNorms bool
 
 	// segmentPostings bounds the postings held in memory (tests make it

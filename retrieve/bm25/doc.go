@@ -11,7 +11,7 @@
 // complete. Postings are gathered in segments of bounded size, spilled to
 // temporary files and merged at the end, so that a build's memory grows
 // with the number of passages and distinct terms, not with the postings
-// (see README for the figures at Wikipedia's size).
+// (see docs/performance.md for the figures at Wikipedia's size).
 //
 // Open maps the files into memory and checks them, so that a damaged index
 // gives an error, never a crash. Search scores textbook BM25 with the k1
