@@ -58,7 +58,9 @@ func loadPage(t *testing.T, browser, url string) (dom string, console []string) 
 	defer cancel()
 	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0", "--dump-dom", url)
+		"--user-data-dir="+t.TempDir(), "--enable-logging=stderr", "--v=0",
+		// Wait for the scripts: a page of questions unpacks them asynchronously.
+		"--virtual-time-budget=10000", "--dump-dom", url)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -147,6 +147,9 @@ func readTraces(t testing.TB, dir string) renderedTraces {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if b, err = UnpackTracePage(b); err != nil {
+				t.Fatalf("%s: %v", rel, err)
+			}
 			r.parts[rel] = b
 			r.order = append(r.order, rel)
 		}

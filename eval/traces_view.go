@@ -33,7 +33,10 @@ type tracePartView struct {
 	Index, Prev, Next string
 	// First and Last number the page's questions in the variant, from 1.
 	First, Last int
-	Questions   []traceQuestionView
+	// Questions are the questions' HTML, gzipped and in base64
+	// (packQuestions): the page's browser unpacks them. A page of 50
+	// questions of the sample is 6 times smaller so.
+	Questions string
 }
 
 type traceQuestionView struct {
