@@ -10,6 +10,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/synth"
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/dense"
@@ -49,6 +50,7 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.StringFlag{Name: "dataset", Usage: "index a bundled dataset's corpus instead of --corpus: " + datasetSample},
 			&cli.PathFlag{Name: "out", Usage: "index `DIR`", EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.Float64Flag{Name: "k1", Value: bm25.DefaultK1, Usage: "BM25 term frequency saturation"},
+			&cli.StringFlag{Name: "stemmer", Value: string(analysis.Porter2), Usage: "--kind bm25 or elasticsearch: porter2 (Snowball English) or porter (Porter's original, as Lucene's English analyzer and Pyserini stem)"},
 			&cli.BoolFlag{Name: "lucene-norms", Usage: "score with document lengths rounded to one byte as Lucene stores them (Pyserini, Elasticsearch and OpenSearch rank alike), not the exact lengths of textbook BM25"},
 			&cli.Float64Flag{Name: "b", Value: bm25.DefaultB, Usage: "BM25 length normalisation"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace an existing index at --out"},
@@ -86,6 +88,9 @@ func indexAction(c *cli.Context) error {
 		return usageErrorf("index: --out is required")
 	case kind == dense.Name && c.String("embed-model") == "":
 		return usageErrorf("index: --kind %s needs --embed-model", dense.Name)
+	}
+	if _, err := analysis.ParseStemmer(c.String("stemmer")); err != nil {
+		return usageErrorf("index: --%w", err)
 	}
 	src, name, total, closer, err := indexSource(c)
 	if err != nil {
@@ -144,7 +149,7 @@ func indexBM25(c *cli.Context, src bm25.Source, name string, total int64) error 
 	bar := newProgress(c, total, "indexing", "passages")
 	st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
 		K1: c.Float64("k1"), B: c.Float64("b"), LuceneNorms: c.Bool("lucene-norms"), Overwrite: c.Bool("overwrite"), SourceName: name,
-		Progress: func(n int64) { bar.Set64(n) },
+		Stemmer: analysis.Stemmer(c.String("stemmer")), Progress: func(n int64) { bar.Set64(n) },
 	})
 	bar.Finish()
 	if errors.Is(err, bm25.ErrExists) {
@@ -240,7 +245,8 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 			cfg.URLs = append(cfg.URLs, u)
 		}
 	}
-	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b"), Engine: c.String("es-knn-engine")}
+	opts := elastic.LoadOptions{Recreate: c.Bool("recreate"), K1: c.Float64("k1"), B: c.Float64("b"), Engine: c.String("es-knn-engine"),
+		Stemmer: c.String("stemmer")}
 	if m := c.String("embed-model"); m != "" {
 		px, inputType := embedPrefixes(c)
 		base := orSharedBaseURL(c, c.String("embed-base-url"))

@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -27,13 +28,15 @@ var stopWords = map[string]struct{}{
 // "3.14", "1,000" and "5'9" whole, one token per CJK ideograph, one per
 // emoji), the possessive "'s" removed, lower case, English stop words
 // dropped, then stemmed. Lucene stems with Porter's original algorithm;
-// distill uses Snowball's English (Porter2) stemmer, its refinement, so a
-// few rare word forms stem differently.
+// distill uses Snowball's English (Porter2) stemmer, its refinement, unless
+// told Porter, so by default a few rare word forms stem differently.
 //
 // The zero value is ready to use. An Analyzer is not safe for concurrent
 // use: it reuses a buffer between calls.
 type Analyzer struct {
-	buf []byte
+	// Stemmer is the stemmer of Terms ("": Porter2).
+	Stemmer Stemmer
+	buf     []byte
 }
 
 // class is what a character is to the word-break rules of Unicode
@@ -255,8 +258,44 @@ func (a *Analyzer) finish(i int, word bool) int {
 	return i
 }
 
+// Stemmer names a stemming algorithm for English.
+type Stemmer string
+
+const (
+	// Porter2 is Snowball's English stemmer, distill's default ("" means
+	// it too).
+	Porter2 Stemmer = "porter2"
+	// Porter is Porter's original algorithm, which Lucene's
+	// EnglishAnalyzer (and so Pyserini, Elasticsearch and OpenSearch's
+	// "english") applies.
+	Porter Stemmer = "porter"
+)
+
+// ParseStemmer reads a stemmer's name; "" is Porter2.
+func ParseStemmer(name string) (Stemmer, error) {
+	switch s := Stemmer(name); s {
+	case "", Porter2:
+		return Porter2, nil
+	case Porter:
+		return s, nil
+	}
+	return "", fmt.Errorf("stemmer %q: want %s or %s", name, Porter2, Porter)
+}
+
 // Normalize maps a token from Each to its index term: "" for a stop word,
-// the stem otherwise.
+// the stem by s otherwise.
+func (s Stemmer) Normalize(tok []byte) string {
+	if s == Porter {
+		if _, stop := stopWords[string(tok)]; stop {
+			return ""
+		}
+		return porterStem(string(tok))
+	}
+	return Normalize(tok)
+}
+
+// Normalize maps a token from Each to its index term: "" for a stop word,
+// the stem by Porter2 otherwise.
 func Normalize(tok []byte) string {
 	if _, stop := stopWords[string(tok)]; stop {
 		return ""
@@ -279,7 +318,7 @@ var (
 func (a *Analyzer) Terms(text string) []string {
 	var out []string
 	a.Each(text, func(tok []byte) {
-		if t := Normalize(tok); t != "" {
+		if t := a.Stemmer.Normalize(tok); t != "" {
 			out = append(out, t)
 		}
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/outdir"
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 )
 
@@ -50,6 +51,10 @@ type BuildOptions struct {
 	// Pyserini's more closely. The default, exact lengths, is textbook
 	// BM25. Each changes a few near-tied ranks; see docs/commands.md (Retrieval).
 	LuceneNorms bool
+	// Stemmer stems the terms ("": analysis.Porter2, distill's default;
+	// analysis.Porter is Lucene's, and Pyserini's). Searches stem their
+	// queries with the index's stemmer, which meta.json records.
+	Stemmer analysis.Stemmer
 
 	// segmentPostings bounds the postings held in memory (tests make it
 	// small); 0 means defaultSegmentPostings.
@@ -83,9 +88,19 @@ type Meta struct {
 	// Norms is "lucene" for an index built with LuceneNorms, empty for
 	// exact document lengths.
 	Norms string `json:"norms,omitempty"`
+	// Stemmer is "porter" for an index stemmed with Porter's original
+	// algorithm, empty for Porter2.
+	Stemmer analysis.Stemmer `json:"stemmer,omitempty"`
 }
 
-const analyzerName = "english: unicode words, possessives, lower case, Lucene English stop words, Snowball English stemmer"
+// analyzerName describes the analysis of an index in meta.json.
+func analyzerName(s analysis.Stemmer) string {
+	stemmer := "Snowball English stemmer"
+	if s == analysis.Porter {
+		stemmer = "Porter stemmer (Lucene's)"
+	}
+	return "english: unicode words, possessives, lower case, Lucene English stop words, " + stemmer
+}
 
 // ErrExists is returned when the target directory holds something and
 // BuildOptions.Overwrite is false.
@@ -109,12 +124,17 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 	if opts.K1 < 0 || opts.B < 0 || opts.B > 1 || math.IsNaN(opts.K1) || math.IsNaN(opts.B) {
 		return BuildStats{}, fmt.Errorf("bm25 parameters k1=%g b=%g: want k1 >= 0 and 0 <= b <= 1", opts.K1, opts.B)
 	}
+	stemmer, err := analysis.ParseStemmer(string(opts.Stemmer))
+	if err != nil {
+		return BuildStats{}, fmt.Errorf("build index: %w", err)
+	}
+	opts.Stemmer = stemmer
 	mode := outdir.New
 	if opts.Overwrite {
 		mode = outdir.Resume // the old index is replaced at the end
 	}
 	var st BuildStats
-	err := outdir.Write(ctx, dir, mode, func(od *outdir.Dir) error {
+	err = outdir.Write(ctx, dir, mode, func(od *outdir.Dir) error {
 		var err error
 		st, err = build(ctx, od, src, opts)
 		return err
@@ -151,7 +171,7 @@ func build(ctx context.Context, od *outdir.Dir, src Source, opts BuildOptions) (
 	// The reader must be done with src before Build returns and the caller
 	// closes it.
 	rctx, stopReading := context.WithCancel(ctx)
-	jobs, wait := pipeline(rctx, src, dict, workers)
+	jobs, wait := pipeline(rctx, src, dict, opts.Stemmer, workers)
 	defer func() { stopReading(); wait() }()
 	n := int64(0)
 	for j := range jobs {
@@ -196,8 +216,12 @@ func build(ctx context.Context, od *outdir.Dir, src Source, opts BuildOptions) (
 		Passages: int64(h.Docs), Terms: int64(h.Terms), Postings: int64(h.Postings),
 		AvgDocLen: avgLen(h), IndexBytes: size,
 	}
+	stemmer := opts.Stemmer
+	if stemmer == analysis.Porter2 {
+		stemmer = "" // the default, as indexes before the option recorded it
+	}
 	meta := Meta{
-		Format: Format, Version: formatVersion, Analyzer: analyzerName,
+		Format: Format, Version: formatVersion, Analyzer: analyzerName(opts.Stemmer), Stemmer: stemmer,
 		K1: opts.K1, B: opts.B, Passages: st.Passages, Terms: st.Terms, Postings: st.Postings,
 		AvgDocLen: st.AvgDocLen, Source: opts.SourceName, Norms: normKind,
 		BuiltAt: time.Now().UTC().Format(time.RFC3339), BuildSeconds: time.Since(start).Seconds(),

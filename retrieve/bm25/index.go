@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/idtable"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
@@ -93,6 +94,10 @@ func Open(dir string) (*Index, error) {
 	x.files = files
 	var m Meta
 	if metafile.Read(dir, &m) == nil {
+		if _, err := analysis.ParseStemmer(string(m.Stemmer)); err != nil {
+			files.Close()
+			return nil, fmt.Errorf("open index %s: meta.json: %w", dir, err)
+		}
 		x.meta = m
 	}
 	return x, nil

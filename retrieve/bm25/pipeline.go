@@ -39,7 +39,7 @@ type job struct {
 // channel gives the jobs in corpus order; it is closed after the last, after
 // one with an error, or once ctx is done. wait returns when every
 // goroutine has ended; call it after cancelling ctx or draining the channel.
-func pipeline(ctx context.Context, src Source, dict *dictionary, workers int) (jobs <-chan *job, wait func()) {
+func pipeline(ctx context.Context, src Source, dict *dictionary, stemmer analysis.Stemmer, workers int) (jobs <-chan *job, wait func()) {
 	ordered := make(chan *job, 4*workers)
 	work := make(chan *job, 4*workers)
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func pipeline(ctx context.Context, src Source, dict *dictionary, workers int) (j
 	})
 	for range workers {
 		wg.Go(func() {
-			a := newAnalyser(dict)
+			a := newAnalyser(dict, stemmer)
 			for j := range work {
 				a.analyse(j)
 				close(j.done)
@@ -135,8 +135,8 @@ type analyser struct {
 	docTerms []int32
 }
 
-func newAnalyser(dict *dictionary) *analyser {
-	return &analyser{dict: dict, tokens: newTokenTable()}
+func newAnalyser(dict *dictionary, stemmer analysis.Stemmer) *analyser {
+	return &analyser{an: analysis.Analyzer{Stemmer: stemmer}, dict: dict, tokens: newTokenTable()}
 }
 
 func (a *analyser) term(tok []byte) int32 {
@@ -144,7 +144,7 @@ func (a *analyser) term(tok []byte) int32 {
 		return t
 	}
 	t := int32(-1)
-	if stem := analysis.Normalize(tok); stem != "" {
+	if stem := a.an.Stemmer.Normalize(tok); stem != "" {
 		t = a.dict.number(stem)
 		if need := int(t) + 1; need > len(a.seen) {
 			grow := max(need, 2*len(a.seen))

@@ -139,7 +139,7 @@ func (s *searcher) termOf(x *Index, tok []byte) int32 {
 		s.tokTerm = make(map[string]int32, 256)
 	}
 	t := int32(-1)
-	if stem := analysis.Normalize(tok); stem != "" {
+	if stem := x.meta.Stemmer.Normalize(tok); stem != "" {
 		t = int32(x.term(stem))
 	}
 	s.tokTerm[string(tok)] = t

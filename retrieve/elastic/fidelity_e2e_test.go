@@ -112,30 +112,36 @@ func TestFidelity(t *testing.T) {
 	n := opensearchtest.Shared(t)
 	sets := opensearchtest.Datasets(t)
 	steps := map[string]int{"hotpotqa": 2, "2wikimultihopqa": 12}
+	// Each variant is held against the node loaded with its stemmer.
 	variants := []struct {
 		name string
 		opts bm25.BuildOptions
 	}{
 		{"exact lengths (default)", bm25.BuildOptions{}},
 		{"Lucene's lengths", bm25.BuildOptions{LuceneNorms: true}},
+		{"Porter, Lucene's lengths", bm25.BuildOptions{LuceneNorms: true, Stemmer: analysis.Porter}},
 	}
 	all := make([]fidelity, len(variants))
 	var lines []string
 	for _, ds := range sets {
-		cfg := nodeConfig(n, "fidelity")
-		// One worker loads in corpus order, so that ties fall as in bm25.
-		if _, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(ds.Corpus), elastic.LoadOptions{Workers: 1, BatchSize: 500}); err != nil {
-			t.Fatal(err)
-		}
-		remote := open(t, cfg, elastic.OpenOptions{})
 		queries := fidelityQueries(ds, steps[ds.Name])
 		byID := map[string]string{}
 		for _, p := range ds.Corpus {
 			byID[p.ID] = p.Title
 		}
-		// A first pass warms the node up (it compiles its code paths).
-		runAll(t, remote, queries[:min(100, len(queries))])
-		got, nodeQPS := runAll(t, remote, queries)
+		got, nodeQPS := map[analysis.Stemmer][][]string{}, map[analysis.Stemmer]float64{}
+		for _, st := range []analysis.Stemmer{analysis.Porter2, analysis.Porter} {
+			cfg := nodeConfig(n, "fidelity")
+			// One worker loads in corpus order, so that ties fall as in bm25.
+			opts := elastic.LoadOptions{Workers: 1, BatchSize: 500, Stemmer: string(st)}
+			if _, err := elastic.Load(context.Background(), cfg, data.NewPassageSlice(ds.Corpus), opts); err != nil {
+				t.Fatal(err)
+			}
+			remote := open(t, cfg, elastic.OpenOptions{})
+			// A first pass warms the node up (it compiles its code paths).
+			runAll(t, remote, queries[:min(100, len(queries))])
+			got[st], nodeQPS[st] = runAll(t, remote, queries)
+		}
 		for vi, v := range variants {
 			local, err := bm25test.Build(context.Background(), filepath.Join(t.TempDir(), "bm25"), ds.Corpus, v.opts)
 			if err != nil {
@@ -143,11 +149,12 @@ func TestFidelity(t *testing.T) {
 			}
 			want, localQPS := runAll(t, local, queries)
 			local.Close()
-			f := compare(want, got)
+			st, _ := analysis.ParseStemmer(string(v.opts.Stemmer))
+			f := compare(want, got[st])
 			lines = append(lines, fmt.Sprintf("%-16s %-24s %5d passages %5d queries  overlap@10 %.4f  same rank %.4f  same top-1 %.4f  queries/s distill %.0f, OpenSearch %.0f",
-				ds.Name, v.name, len(ds.Corpus), f.queries, f.overlap, f.sameRank, f.sameTop1, localQPS, nodeQPS))
+				ds.Name, v.name, len(ds.Corpus), f.queries, f.overlap, f.sameRank, f.sameTop1, localQPS, nodeQPS[st]))
 			for _, i := range f.differingQuerys[:min(3, len(f.differingQuerys))] {
-				t.Logf("%s, %s: differs on %q\n  distill:    %v\n  OpenSearch: %v", ds.Name, v.name, queries[i], titles(byID, want[i]), titles(byID, got[i]))
+				t.Logf("%s, %s: differs on %q\n  distill:    %v\n  OpenSearch: %v", ds.Name, v.name, queries[i], titles(byID, want[i]), titles(byID, got[st][i]))
 			}
 			w := float64(f.queries)
 			all[vi].queries += f.queries
@@ -167,6 +174,10 @@ func TestFidelity(t *testing.T) {
 		if got := a.overlap / q; got < 0.95 {
 			t.Errorf("%s: mean overlap@10 %.4f, want at least 0.95", v.name, got)
 		}
+		// Lucene's analysis and norms: Lucene's ranking (Pyserini's too).
+		if got := a.overlap / q; v.opts.LuceneNorms && v.opts.Stemmer == analysis.Porter && got < 0.99 {
+			t.Errorf("%s: mean overlap@10 %.4f, want at least 0.99", v.name, got)
+		}
 	}
 	t.Log("distill BM25 against OpenSearch 2.19.6 (Lucene 9.12.3), top 10, k1 0.9, b 0.4, one query at a time:\n" + strings.Join(lines, "\n"))
 }
@@ -179,44 +190,50 @@ func titles(byID map[string]string, ids []string) []string {
 	return out
 }
 
-// TestAnalyzerAgreesWithNode analyses every passage of the shared corpora
-// with distill's analyzer and with the node's distill_english analyzer
-// (the one Load defines) and reports the passages whose terms differ.
+// TestAnalyzerAgreesWithNode analyses every passage and question of the
+// shared corpora with distill's analyzer and with the node's
+// distill_english analyzer (the one Load defines), with each stemmer
+// (Porter2, and Porter: Lucene's porter_stem), and reports the texts whose
+// terms differ.
 func TestAnalyzerAgreesWithNode(t *testing.T) {
 	n := opensearchtest.Shared(t)
 	sets := opensearchtest.Datasets(t)
-	cfg := nodeConfig(n, "analyzer")
-	load(t, cfg, sets[0].Corpus[:1], elastic.LoadOptions{})
-	var an analysis.Analyzer
-	differ, total := 0, 0
-	onlyDistill, onlyNode := map[string]int{}, map[string]int{}
-	for _, ds := range sets {
-		var texts []string
-		for _, p := range ds.Corpus {
-			texts = append(texts, passageText(p))
-		}
-		for _, q := range ds.Questions {
-			texts = append(texts, q.Text)
-		}
-		for _, text := range texts {
-			total++
-			want := an.Terms(text)
-			got := analyze(t, n, cfg.Index, text)
-			if slices.Equal(want, got) {
-				continue
+	for _, st := range []analysis.Stemmer{analysis.Porter2, analysis.Porter} {
+		t.Run(string(st), func(t *testing.T) {
+			cfg := nodeConfig(n, "analyzer")
+			load(t, cfg, sets[0].Corpus[:1], elastic.LoadOptions{Stemmer: string(st)})
+			an := analysis.Analyzer{Stemmer: st}
+			differ, total := 0, 0
+			onlyDistill, onlyNode := map[string]int{}, map[string]int{}
+			for _, ds := range sets {
+				var texts []string
+				for _, p := range ds.Corpus {
+					texts = append(texts, passageText(p))
+				}
+				for _, q := range ds.Questions {
+					texts = append(texts, q.Text)
+				}
+				for _, text := range texts {
+					total++
+					want := an.Terms(text)
+					got := analyze(t, n, cfg.Index, text)
+					if slices.Equal(want, got) {
+						continue
+					}
+					differ++
+					for _, w := range minus(want, got) {
+						onlyDistill[w]++
+					}
+					for _, g := range minus(got, want) {
+						onlyNode[g]++
+					}
+				}
 			}
-			differ++
-			for _, w := range minus(want, got) {
-				onlyDistill[w]++
+			t.Logf("%d of %d texts analysed differently\nonly distill: %v\nonly node: %v", differ, total, top(onlyDistill, 40), top(onlyNode, 40))
+			if differ > 0 {
+				t.Errorf("%d of %d texts analysed differently", differ, total)
 			}
-			for _, g := range minus(got, want) {
-				onlyNode[g]++
-			}
-		}
-	}
-	t.Logf("%d of %d texts analysed differently\nonly distill: %v\nonly node: %v", differ, total, top(onlyDistill, 40), top(onlyNode, 40))
-	if differ > 0 {
-		t.Errorf("%d of %d texts analysed differently", differ, total)
+		})
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/distill-rag/distill/internal/analysis"
 )
 
 // The index's fields. Title and text are copied into "all", which BM25
@@ -42,12 +44,12 @@ const (
 
 // Stemmers LoadOptions.Stemmer accepts.
 const (
-	// StemmerPorter2 is Snowball's English stemmer, the one distill's
-	// in-process BM25 index uses.
-	StemmerPorter2 = "porter2"
+	// StemmerPorter2 is Snowball's English stemmer, the default of
+	// distill's in-process BM25 index.
+	StemmerPorter2 = string(analysis.Porter2)
 	// StemmerPorter is Porter's original stemmer, the one Lucene's
-	// EnglishAnalyzer (and so Pyserini) uses.
-	StemmerPorter = "porter"
+	// EnglishAnalyzer (and so Pyserini) uses: --stemmer porter.
+	StemmerPorter = string(analysis.Porter)
 )
 
 // indexBody is the body of the create-index request: settings with the
