@@ -55,6 +55,7 @@ type Config struct {
 	SeedBase    int     `json:"seed_base,omitempty"`
 	Workers     int     `json:"workers"`
 	Limit       int     `json:"limit,omitempty"`
+	SkipEmpty   bool    `json:"skip_empty,omitempty"`
 	Shard       string  `json:"shard,omitempty"`
 	BudgetUSD   float64 `json:"budget_usd,omitempty"`
 	Batch       bool    `json:"batch,omitempty"`
@@ -68,6 +69,9 @@ type Counts struct {
 	FailedQuestionRows int `json:"failed_question_rows"`
 	// OtherShards counts the states of questions of other shards.
 	OtherShards int `json:"other_shards,omitempty"`
+	// EmptyStates counts the states with no evidence left unlabelled
+	// (Options.SkipEmpty).
+	EmptyStates int `json:"empty_states,omitempty"`
 	// Selected counts the states of the run (the first Limit);
 	// AlreadyDone those earlier invocations labelled.
 	Selected    int `json:"selected"`

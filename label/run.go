@@ -82,6 +82,10 @@ type Options struct {
 	Workers int
 	// Limit, when positive, labels only the first Limit states of In.
 	Limit int
+	// SkipEmpty leaves the states with no evidence (each question's first,
+	// before any retrieval) unlabelled, as the authors' code does; they
+	// are counted (Counts.EmptyStates).
+	SkipEmpty bool
 	// Shard keeps the states of the questions of one shard (by a hash of
 	// the question id, as rollout shards; the zero Shard keeps all), so
 	// that several machines label one rollout; Merge joins their outputs.
@@ -220,7 +224,7 @@ func newRun(o Options) (*run, error) {
 			In: o.In, Questions: o.Info.Questions,
 			Teacher: o.Info.Teacher, Model: o.Info.Model, BaseURL: o.Info.BaseURL, Template: o.Info.Template,
 			Samples: o.Samples, Temperature: o.Info.Temperature, MaxTokens: o.Info.MaxTokens, SeedBase: o.Info.SeedBase,
-			Workers: o.Workers, Limit: o.Limit, Shard: o.Shard.String(), BudgetUSD: o.BudgetUSD, Batch: o.Batch != nil,
+			Workers: o.Workers, Limit: o.Limit, SkipEmpty: o.SkipEmpty, Shard: o.Shard.String(), BudgetUSD: o.BudgetUSD, Batch: o.Batch != nil,
 		},
 	}
 	return r, nil
@@ -293,6 +297,11 @@ func (r *run) items(ctx context.Context, count bool) iter.Seq2[Item, error] {
 			case !r.opts.Shard.Holds(s.QuestionID):
 				if count {
 					c.OtherShards++
+				}
+				continue
+			case r.opts.SkipEmpty && s.Context == "":
+				if count {
+					c.EmptyStates++
 				}
 				continue
 			case r.opts.Limit > 0 && selected == r.opts.Limit:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,6 +127,39 @@ func TestRunRetrievalTruth(t *testing.T) {
 	rep, err := ReadReport(out)
 	if err != nil || rep.Status != StatusDone || rep.Counts.Parts != (states+99)/100 {
 		t.Errorf("label.json: %+v, %v", rep, err)
+	}
+}
+
+// TestRunSkipEmpty leaves the states with no evidence unlabelled and
+// counts them: every other state is labelled once.
+func TestRunSkipEmpty(t *testing.T) {
+	in, qs := trajectories(t)
+	traj, err := data.ReadParquet[data.State](in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[data.StateKey]bool{}
+	empty := 0
+	for _, s := range traj {
+		switch {
+		case s.Failure != "":
+		case s.Context == "":
+			empty++
+		default:
+			want[s.Key()] = true
+		}
+	}
+	if empty == 0 {
+		t.Fatal("the sample rollout has no state without evidence")
+	}
+	sum, ls := runLabels(t, Options{In: in, Out: filepath.Join(t.TempDir(), "labels"), Questions: qs, Teacher: RetrievalTruth{},
+		SkipEmpty: true, Info: Info{Teacher: NameRetrievalTruth, Model: RetrievalTruthModel, Template: RetrievalTruthTemplate}})
+	got := map[data.StateKey]bool{}
+	for _, l := range ls {
+		got[l.Key()] = true
+	}
+	if !maps.Equal(got, want) || sum.Counts.EmptyStates != empty {
+		t.Errorf("labelled %d states, counted %d empty; want the %d with evidence, %d empty", len(got), sum.Counts.EmptyStates, len(want), empty)
 	}
 }
 

@@ -233,7 +233,7 @@ func (l *loop) read(ctx context.Context, round int, st *data.State) error {
 // step runs one retrieval round: query, retrieve, number, extract, append.
 // What it records goes to l.next, the state of the context it produces.
 func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
-	query := BuildQuery(l.q.Text, gaps, l.opts.FirstGapOnly)
+	query := BuildQuery(l.q.Text, gaps, l.opts.FirstGapOnly, l.opts.QueryRule)
 	l.queries = append(l.queries, query)
 
 	start := time.Now()
@@ -389,21 +389,22 @@ func (l *loop) search(ctx context.Context, query string) ([]retrieve.Hit, error)
 }
 
 // BuildQuery writes the query of a round (METHOD step 3): the question, then
-// for each of the first QueryGaps gap items target + " " + slot, or its
-// description when target and slot are empty; items with nothing to add
-// are skipped. With firstGapOnly only the first item that adds something is
-// used. No gaps means the bare question. Parts are joined by single spaces
-// and trimmed, and line breaks become spaces.
-func BuildQuery(question string, gaps []data.GapItem, firstGapOnly bool) string {
+// for each of the first QueryGaps gap items a phrase (gapPhrase), items
+// with nothing to add skipped. With firstGapOnly only the first item is
+// used: under QueryDistill the first that adds something, under
+// QueryReference the first whatever it adds. No gaps means the bare
+// question. Parts are joined by single spaces and trimmed, and line
+// breaks become spaces.
+func BuildQuery(question string, gaps []data.GapItem, firstGapOnly bool, rule QueryRule) string {
 	parts := []string{data.OneLine(question)}
-	if !firstGapOnly {
+	switch {
+	case !firstGapOnly:
 		gaps = gaps[:min(len(gaps), QueryGaps)]
+	case rule == QueryReference:
+		gaps = gaps[:min(len(gaps), 1)]
 	}
 	for _, g := range gaps {
-		part := data.OneLine(strings.TrimSpace(strings.TrimSpace(g.Target) + " " + strings.TrimSpace(g.Slot)))
-		if part == "" {
-			part = data.OneLine(g.Description)
-		}
+		part := gapPhrase(g, rule)
 		if part == "" {
 			continue
 		}
@@ -413,6 +414,19 @@ func BuildQuery(question string, gaps []data.GapItem, firstGapOnly bool) string 
 		}
 	}
 	return strings.TrimSpace(strings.Join(parts, " "))
+}
+
+// gapPhrase is what a gap item adds to the query: target + " " + slot
+// (under QueryDistill whichever of them is set), else the description.
+func gapPhrase(g data.GapItem, rule QueryRule) string {
+	target, slot := strings.TrimSpace(g.Target), strings.TrimSpace(g.Slot)
+	if rule == QueryReference && (target == "" || slot == "") {
+		return data.OneLine(g.Description)
+	}
+	if part := data.OneLine(strings.TrimSpace(target + " " + slot)); part != "" {
+		return part
+	}
+	return data.OneLine(g.Description)
 }
 
 // number splits the retrieved documents into sentences, at most maxPerDoc

@@ -239,7 +239,38 @@ func TestBuildQuery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := BuildQuery(testQuestion.Text, tt.gaps, tt.firstGap); got != tt.want {
+			if got := BuildQuery(testQuestion.Text, tt.gaps, tt.firstGap, QueryDistill); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuildQueryReference holds the authors' rule (docs/reference.md):
+// target and slot only when both are set, else the description, else
+// nothing; the first item alone, whatever it adds, for TriviaQA.
+func TestBuildQueryReference(t *testing.T) {
+	g := func(target, slot, desc string) data.GapItem {
+		return data.GapItem{Category: data.CategoryAttribute, Target: target, Slot: slot, Description: desc}
+	}
+	tests := []struct {
+		name     string
+		gaps     []data.GapItem
+		firstGap bool
+		want     string
+	}{
+		{"no gaps", nil, false, "Who is T?"},
+		{"target and slot", []data.GapItem{g("Paris", "population", "d")}, false, "Who is T? Paris population"},
+		{"target only: the description", []data.GapItem{g("Paris", "", "its size")}, false, "Who is T? its size"},
+		{"slot only: the description", []data.GapItem{g("", "population", "of Paris")}, false, "Who is T? of Paris"},
+		{"target only, no description: nothing", []data.GapItem{g("Paris", "", "")}, false, "Who is T?"},
+		{"first three", []data.GapItem{g("A", "a", ""), g("B", "", "b"), g("", "", ""), g("D", "d", "")}, false, "Who is T? A a b"},
+		{"the first item alone, though it adds nothing", []data.GapItem{g("", "", ""), g("B", "b", "")}, true, "Who is T?"},
+		{"the first item alone", []data.GapItem{g("A", "a", ""), g("B", "b", "")}, true, "Who is T? A a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := BuildQuery(testQuestion.Text, tt.gaps, tt.firstGap, QueryReference); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})

@@ -44,7 +44,30 @@ func (d Dedup) String() string { return enumString(d, "Dedup", dedupNames) }
 // ParseDedup parses "doc-id" or "title".
 func ParseDedup(s string) (Dedup, error) { return parseEnum[Dedup]("dedup", s, dedupNames) }
 
-// The enums of Options (Policy, Dedup) are small ints named by a list
+// QueryRule says how gap items become the next query.
+type QueryRule int
+
+const (
+	// QueryDistill adds target + " " + slot of each of the first
+	// QueryGaps gap items, or whichever of the two is set, or else the
+	// description; with FirstGapOnly, the first item that adds anything.
+	QueryDistill QueryRule = iota
+	// QueryReference is the authors' code: target + " " + slot only when
+	// both are set, else the description, else nothing; with
+	// FirstGapOnly the first item, whatever it adds.
+	QueryReference
+)
+
+var queryRuleNames = []string{QueryDistill: "distill", QueryReference: "reference"}
+
+func (r QueryRule) String() string { return enumString(r, "QueryRule", queryRuleNames) }
+
+// ParseQueryRule parses "distill" or "reference".
+func ParseQueryRule(s string) (QueryRule, error) {
+	return parseEnum[QueryRule]("query rule", s, queryRuleNames)
+}
+
+// The enums of Options (Policy, Dedup, QueryRule) are small ints named by a list
 // indexed by value: a value is valid when it has a name.
 
 // enumString returns the name of v, or typ(v) when it has none.
@@ -81,6 +104,9 @@ type Options struct {
 	// FirstGapOnly builds the query from the first valid gap item only
 	// (the paper's description) instead of the first three.
 	FirstGapOnly bool
+	// QueryRule says how gap items become the query (default
+	// QueryDistill).
+	QueryRule QueryRule
 	// Dedup says which documents count as seen (default by doc id).
 	Dedup Dedup
 	// Policy says when to stop (default EarlyStop).
@@ -134,6 +160,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !validEnum(o.Dedup, dedupNames) {
 		return o, fmt.Errorf("%v: %w", o.Dedup, ErrOptions)
+	}
+	if !validEnum(o.QueryRule, queryRuleNames) {
+		return o, fmt.Errorf("%v: %w", o.QueryRule, ErrOptions)
 	}
 	return o, nil
 }

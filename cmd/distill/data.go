@@ -67,6 +67,7 @@ instead of a file.`,
 			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
 			&cli.StringFlag{Name: "dataset", Usage: "import a bundled dataset instead of --in: " + datasetSample},
 			&cli.StringFlag{Name: "name", Usage: "dataset name recorded with each question (default: the format's dataset)"},
+			&cli.StringFlag{Name: "id-prefix", Usage: "put `PREFIX` before every passage id (2wiki_ names 2Wiki's passages as the authors' code does)"},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad records instead of stopping at the first"},
@@ -104,6 +105,7 @@ instead of a file.`,
 			opts := dataset.ImportOptions{
 				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
 				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c), Overwrite: c.Bool("overwrite"),
+				IDPrefix: c.String("id-prefix"),
 			}
 			if opts.Corpus != "" {
 				if opts.CorpusFormat, err = corpusFormat(opts.Corpus, c.String("corpus-format")); err != nil {

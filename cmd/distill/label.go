@@ -71,6 +71,7 @@ downloads the output and error files, and resubmits the failed or expired reques
 			&cli.BoolFlag{Name: "no-retry-failed", Usage: "with --resume, keep the states that got no usable sample as they are"},
 			&cli.IntFlag{Name: "workers", Value: label.DefaultWorkers, Usage: "states labelled at once", EnvVars: []string{"DISTILL_WORKERS"}},
 			&cli.IntFlag{Name: "limit", Usage: "label only the first `N` states (0: all)"},
+			&cli.BoolFlag{Name: "skip-empty", Usage: "leave the states with no evidence (each question's first) unlabelled, as the authors' code does"},
 			&cli.StringFlag{Name: "shard", Usage: "label only the states of shard `i/n` of the questions (by a hash of the id, as rollout); distill merge joins the shards"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "count states, requests, tokens and cost, and stop before spending anything"},
 			&cli.Float64Flag{Name: "budget-usd", Usage: "stop cleanly once this invocation has spent this much (0: no limit)"},
@@ -255,7 +256,7 @@ func labelOptions(c *cli.Context) (label.Options, error) {
 	}
 	return label.Options{
 		In: in, Out: out, Questions: questions, Samples: samples,
-		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Workers: c.Int("workers"), Limit: c.Int("limit"), Shard: shard,
+		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Workers: c.Int("workers"), Limit: c.Int("limit"), SkipEmpty: c.Bool("skip-empty"), Shard: shard,
 		CheckpointStates: c.Int("checkpoint-states"), CheckpointInterval: c.Duration("checkpoint-interval"),
 		BudgetUSD: c.Float64("budget-usd"),
 		Logger:    loggerFrom(c),
@@ -325,7 +326,7 @@ func printEstimate(c *cli.Context, e label.Estimate, opts label.Options) error {
 	}
 	rows := [][2]any{
 		{"dry run", "nothing was sent and nothing was written"},
-		{"input", fmt.Sprintf("%s: %d rows (%d of failed questions, not labelled)", opts.In, e.Counts.InputRows, e.Counts.FailedQuestionRows)},
+		{"input", opts.In + ": " + inputText(e.Counts)},
 		{"states", fmt.Sprintf("%d selected, %d already labelled, %d to label", e.Counts.Selected, e.Counts.AlreadyDone, e.States)},
 		{"teacher", fmt.Sprintf("%s, %s per state", teacherName(opts.Info.Teacher, opts.Info.Model), samplesText(opts.Samples))},
 		{"requests", e.Requests},
@@ -336,13 +337,22 @@ func printEstimate(c *cli.Context, e label.Estimate, opts label.Options) error {
 	return printCounts(c.App.Writer, rows)
 }
 
+// inputText says what the input held and which rows are not labelled.
+func inputText(c label.Counts) string {
+	s := fmt.Sprintf("%d rows (%d of failed questions", c.InputRows, c.FailedQuestionRows)
+	if c.EmptyStates > 0 {
+		s += fmt.Sprintf(", %d with no evidence", c.EmptyStates)
+	}
+	return s + ", not labelled)"
+}
+
 // printLabelReport writes the final report of a run on stdout.
 func printLabelReport(c *cli.Context, sum label.Summary, out string) error {
 	cnt, o := sum.Counts, sum.Counts.Output
 	rows := [][2]any{
 		{"output", out},
 		{"teacher", fmt.Sprintf("%s (template %.12s), %s per state", teacherName(sum.Config.Teacher, sum.Config.Model), sum.Config.Template, samplesText(sum.Config.Samples))},
-		{"input", fmt.Sprintf("%d rows (%d of failed questions, not labelled)", cnt.InputRows, cnt.FailedQuestionRows)},
+		{"input", inputText(cnt)},
 		{"states", fmt.Sprintf("%d selected, %d already labelled", cnt.Selected, cnt.AlreadyDone)},
 		{"labelled now", fmt.Sprintf("%d states (%d with no usable sample), %d samples", cnt.Run.States, cnt.Run.Failed, cnt.Run.Samples)},
 	}

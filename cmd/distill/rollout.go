@@ -82,6 +82,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.IntFlag{Name: "top-k", Value: rollout.DefaultTopK, Usage: "new documents per retrieval"},
 			&cli.IntFlag{Name: "max-evidence", Value: rollout.DefaultMaxEvidence, Usage: "most sentences the extractor keeps per round (K)"},
 			&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
+			&cli.StringFlag{Name: "query-rule", Value: rollout.QueryDistill.String(), Usage: "how gap items become the query: distill (target and slot, or whichever is set, else the description) or reference (the authors' code: target and slot only when both are set, else the description)"},
 			&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
 			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
@@ -176,6 +177,10 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 	if err != nil {
 		return runner.Options{}, usageErrorf("rollout: --dedup: %w", err)
 	}
+	queryRule, err := rollout.ParseQueryRule(c.String("query-rule"))
+	if err != nil {
+		return runner.Options{}, usageErrorf("rollout: --query-rule: %w", err)
+	}
 	shard, err := data.ParseShard(c.String("shard"))
 	if err != nil {
 		return runner.Options{}, usageErrorf("rollout: --shard: %w", err)
@@ -196,6 +201,7 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 		TopK:          c.Int("top-k"),
 		MaxEvidence:   c.Int("max-evidence"),
 		FirstGapOnly:  c.Bool("first-gap-only"),
+		QueryRule:     queryRule,
 		Dedup:         dedup,
 		Policy:        policy,
 	}

@@ -45,6 +45,9 @@ type ImportOptions struct {
 	SkipBad bool
 	// Dataset overrides the Dataset of the questions (see data.WithDataset).
 	Dataset string
+	// IDPrefix is put before every passage id ("2wiki_", as the authors'
+	// code names 2WikiMultiHopQA's passages).
+	IDPrefix string
 	// Logger receives progress and skipped records; nil discards them.
 	Logger *slog.Logger
 }
@@ -299,6 +302,7 @@ func (im *importer) addPassage(p data.Passage) error {
 		im.res.EmptyPassages++
 		return nil
 	}
+	p.ID = im.opts.IDPrefix + p.ID
 	key := sha1.Sum([]byte(p.ID))
 	if _, dup := im.pids[key]; dup {
 		im.res.DuplicatePassages++

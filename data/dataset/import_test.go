@@ -2,9 +2,9 @@ package dataset
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
-	"github.com/distill-rag/distill/data"
-	"github.com/distill-rag/distill/internal/testkit"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +13,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/testkit"
 )
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -170,6 +173,24 @@ func TestImportWritesWhatReadersRead(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantPassages, passages, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("passages mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestImportIDPrefix names 2Wiki's passages as the authors' code does:
+// "2wiki_" + sha1(title + "\n" + text).
+func TestImportIDPrefix(t *testing.T) {
+	res, err := Import(t.Context(), ImportOptions{In: "../testdata/2wiki.json", Format: data.Questions2Wiki, Out: t.TempDir(), IDPrefix: "2wiki_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	passages, err := data.ReadParquet[data.Passage](res.CorpusPath)
+	if err != nil || len(passages) == 0 {
+		t.Fatalf("corpus: %d passages, %v", len(passages), err)
+	}
+	for _, p := range passages {
+		if want := fmt.Sprintf("2wiki_%x", sha1.Sum([]byte(p.Title+"\n"+p.Text))); p.ID != want {
+			t.Errorf("passage %q: id %q, want %q", p.Title, p.ID, want)
+		}
 	}
 }
 

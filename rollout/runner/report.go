@@ -63,6 +63,9 @@ type Loop struct {
 	MaxSentences  int    `json:"max_sentences"`
 	FirstGapOnly  bool   `json:"first_gap_only"`
 	Dedup         string `json:"dedup"`
+	// QueryRule is "reference" for the authors' rule, empty for distill's
+	// (as runs before the option recorded it).
+	QueryRule string `json:"query_rule,omitempty"`
 }
 
 func loopConfig(o rollout.Options) Loop {
@@ -72,7 +75,7 @@ func loopConfig(o rollout.Options) Loop {
 		}
 		return v
 	}
-	return Loop{
+	l := Loop{
 		Policy:        o.Policy.String(),
 		MaxRetrievals: orDefault(o.MaxRetrievals, rollout.DefaultMaxRetrievals),
 		TopK:          orDefault(o.TopK, rollout.DefaultTopK),
@@ -81,6 +84,10 @@ func loopConfig(o rollout.Options) Loop {
 		FirstGapOnly:  o.FirstGapOnly,
 		Dedup:         o.Dedup.String(),
 	}
+	if o.QueryRule != rollout.QueryDistill {
+		l.QueryRule = o.QueryRule.String()
+	}
+	return l
 }
 
 // Role describes one role of a run: what the caller configured (Name such
