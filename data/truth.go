@@ -195,6 +195,34 @@ const (
 	StrongNegativeTitles = 0.1
 )
 
+// ReferenceStrength classifies an evidence context by the authors' code's
+// rules (docs/reference.md), not distill's: the share of the gold titles
+// found as raw, case-sensitive substrings of the context (headers
+// included), and whether the first gold answer is one. At least 70% and
+// the answer is a strong positive, at most 10% and no answer a strong
+// negative. An empty first answer is not found (their Python would find
+// it anywhere).
+func ReferenceStrength(goldTitles, answers []string, context string) Strength {
+	found := 0
+	for _, t := range goldTitles {
+		if strings.Contains(context, t) {
+			found++
+		}
+	}
+	coverage := 0.0
+	if len(goldTitles) > 0 {
+		coverage = float64(found) / float64(len(goldTitles))
+	}
+	answer := len(answers) > 0 && answers[0] != "" && strings.Contains(context, answers[0])
+	switch {
+	case coverage >= StrongPositiveTitles && answer:
+		return StrongPositive
+	case coverage <= StrongNegativeTitles && !answer:
+		return StrongNegative
+	}
+	return Neither
+}
+
 // Truth is what a dataset's gold evidence says about an evidence context:
 // retrieval truth, defined here once for every stage. The built-in teacher
 // labels a state sufficient exactly when it is Complete, the filter's rules

@@ -183,3 +183,33 @@ func BenchmarkContainsAnswer(b *testing.B) {
 		}
 	}
 }
+
+// TestReferenceStrength holds the authors' retrieval truth on crafted
+// contexts (docs/reference.md): raw, case-sensitive substrings of the gold
+// titles and of the first answer only.
+func TestReferenceStrength(t *testing.T) {
+	ctx := "[Paris]\nParis is the capital of France.\n[Eiffel Tower]\nIt opened in 1889."
+	tests := []struct {
+		name    string
+		titles  []string
+		answers []string
+		want    Strength
+	}{
+		{"every title and the answer", []string{"Paris", "Eiffel Tower"}, []string{"1889"}, StrongPositive},
+		{"a title inside a longer word counts", []string{"Pari", "Eiffel"}, []string{"1889"}, StrongPositive},
+		{"case matters", []string{"paris", "Eiffel Tower"}, []string{"1889"}, Neither},
+		{"only the first answer is looked for", []string{"Paris", "Eiffel Tower"}, []string{"eighteen eighty-nine", "1889"}, Neither},
+		{"2 of 3 titles is below 70%", []string{"Paris", "Eiffel Tower", "Louvre"}, []string{"1889"}, Neither},
+		{"no title and no answer", []string{"Louvre", "Rome"}, []string{"1793"}, StrongNegative},
+		{"no title but the answer", []string{"Louvre"}, []string{"France"}, Neither},
+		{"no gold titles, no answer", nil, []string{"1793"}, StrongNegative},
+		{"an empty first answer is not found", []string{"Paris", "Eiffel Tower"}, []string{"", "1889"}, Neither},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReferenceStrength(tt.titles, tt.answers, ctx); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -92,6 +92,11 @@ type Options struct {
 	// rows, with ValByRow); 0 means DefaultValFraction, negative means no
 	// val. It must be below 1.
 	ValFraction float64
+	// ReferenceTruth classifies the rows for the strong-positive and
+	// strong-negative rules by the authors' code's retrieval truth
+	// (data.ReferenceStrength over the label's context, gold titles and
+	// answers) instead of the label's own (distill's).
+	ReferenceTruth bool
 	// ValByRow splits rows, not questions, as the reference code does: a
 	// question's states may then be on both sides, and the validation
 	// loss measures states of questions the judge trained on.
@@ -186,12 +191,18 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 }
 
 // filterInto filters into the output directory that Run holds.
-func filterInto(ctx context.Context, s settings) (Summary, error) {
-	sc, err := scan(ctx, s.In)
+func filterInto(ctx context.Context, s settings) (sum Summary, err error) {
+	var strengths map[data.StateKey]strength
+	if s.ReferenceTruth {
+		if strengths, err = referenceStrengths(ctx, s.In); err != nil {
+			return Summary{}, err
+		}
+	}
+	sc, err := scan(ctx, s.In, strengths)
 	if err != nil {
 		return Summary{}, err
 	}
-	sum := sc.summary
+	sum = sc.summary
 	sum.Output = s.Out
 	minAgreement, isDefault := s.MinAgreement, s.MinAgreement < 0
 	if isDefault {
@@ -204,6 +215,7 @@ func filterInto(ctx context.Context, s settings) (Summary, error) {
 		MinAgreement: minAgreement, MinAgreementDefault: isDefault, MaxSamples: sc.maxSamples,
 		KeepEmptyGaps: s.KeepEmptyGaps, DropSelfContradictory: s.DropSelfContradictory,
 		Balance: s.Balance, ValFraction: s.valFraction, ValByRow: s.ValByRow, Seed: s.seed,
+		ReferenceTruth: s.ReferenceTruth,
 	}
 	if s.Balance {
 		sum.Options.BalanceRatio = s.BalanceRatio
@@ -260,8 +272,9 @@ type scanned struct {
 
 // scan reads the inputs once, in order: it checks that no state appears
 // twice, keeps the facts the rules need and counts what the summary says
-// of the input.
-func scan(ctx context.Context, paths []string) (*scanned, error) {
+// of the input. strengths, when not nil, replace the labels' own retrieval
+// truth (Options.ReferenceTruth).
+func scan(ctx context.Context, paths []string, strengths map[data.StateKey]strength) (*scanned, error) {
 	sc := &scanned{}
 	var seen stateSet
 	qindex := make(map[string]int32)
@@ -272,7 +285,7 @@ func scan(ctx context.Context, paths []string) (*scanned, error) {
 	)
 	for _, path := range paths {
 		first := len(sc.rows)
-		if err := scanFile(ctx, path, sc, &seen, qindex, func(l *scanRow, f facts) {
+		if err := scanFile(ctx, path, sc, &seen, qindex, strengths, func(l *scanRow, f facts) {
 			hist[fmt.Sprintf("%.2f", l.Agreement)]++
 			teachers[Teacher{Teacher: l.Teacher, Model: l.TeacherModel}]++
 			if !f.failed {
@@ -323,7 +336,8 @@ func scan(ctx context.Context, paths []string) (*scanned, error) {
 
 // scanFile adds the rows of one input file to sc, each also passed to
 // each for the summary's statistics.
-func scanFile(ctx context.Context, path string, sc *scanned, seen *stateSet, qindex map[string]int32, each func(*scanRow, facts)) error {
+func scanFile(ctx context.Context, path string, sc *scanned, seen *stateSet, qindex map[string]int32,
+	strengths map[data.StateKey]strength, each func(*scanRow, facts)) error {
 	return data.EachRow(ctx, path, data.KindLabels, func(rows []scanRow) error {
 		for i := range rows {
 			l := &rows[i]
@@ -340,12 +354,43 @@ func scanFile(ctx context.Context, path string, sc *scanned, seen *stateSet, qin
 			}
 			f := factsOf(l)
 			f.q = q
+			if strengths != nil {
+				f.strength = strengths[data.StateKey{QuestionID: l.QuestionID, Round: l.Round}]
+			}
 			sc.rows = append(sc.rows, f)
 			sc.maxSamples = max(sc.maxSamples, len(l.Samples))
 			each(l, f)
 		}
 		return nil
 	})
+}
+
+// truthRow is what referenceStrengths reads of a label.
+type truthRow struct {
+	QuestionID string   `parquet:"question_id"`
+	Round      int32    `parquet:"round"`
+	Context    string   `parquet:"context"`
+	GoldTitles []string `parquet:"gold_titles,list"`
+	Answers    []string `parquet:"answers,list"`
+}
+
+// referenceStrengths classifies every label of the inputs by the authors'
+// retrieval truth (data.ReferenceStrength). It is a pass of its own, so
+// that the default filter never reads the labels' contexts.
+func referenceStrengths(ctx context.Context, paths []string) (map[data.StateKey]strength, error) {
+	out := make(map[data.StateKey]strength)
+	for _, path := range paths {
+		err := data.EachRow(ctx, path, data.KindLabels, func(rows []truthRow) error {
+			for _, r := range rows {
+				out[data.StateKey{QuestionID: r.QuestionID, Round: r.Round}] = parseStrength(data.ReferenceStrength(r.GoldTitles, r.Answers, r.Context).String())
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // stateSet is the set of states (question, round) a scan has seen, with

@@ -720,3 +720,36 @@ func TestValSplitByRow(t *testing.T) {
 		t.Errorf("reversed input, other val rows (-in order +reversed):\n%s", diff)
 	}
 }
+
+// TestReferenceTruth drops by the authors' retrieval truth (raw substrings
+// of the titles and the first answer in the context) instead of the
+// label's own, with Options.ReferenceTruth.
+func TestReferenceTruth(t *testing.T) {
+	t.Parallel()
+	withContext := func(ctx string, titles, answers []string) func(*data.Label) {
+		return func(l *data.Label) { l.Context, l.GoldTitles, l.Answers = ctx, titles, answers }
+	}
+	rows := []data.Label{
+		// Insufficient; by distill neither (the label says so), by the
+		// authors' rules a strong positive: "Pari" and "1889" are in it.
+		lbl("a", 1, insufficient(gap("attribute", "x", "y")), withContext("[Paris]\nIt opened in 1889.", []string{"Pari"}, []string{"1889"})),
+		// Sufficient; a strong negative by distill, neither by the
+		// authors' rules, which find the first answer as a substring.
+		lbl("b", 1, asStrongNegative, withContext("[Rome]\nSeven hills, 753 BC.", []string{"Athens"}, []string{"753"})),
+	}
+	for _, tc := range []struct {
+		reference bool
+		want      map[string]int64
+	}{
+		{false, map[string]int64{RuleContradictsStrongNegative: 1}},
+		{true, map[string]int64{RuleContradictsStrongPositive: 1}},
+	} {
+		sum, _ := run(t, rows, Options{ReferenceTruth: tc.reference, ValFraction: -1})
+		if diff := cmp.Diff(tc.want, droppedByRule(sum)); diff != "" {
+			t.Errorf("reference truth %v: dropped by rule (-want +got):\n%s", tc.reference, diff)
+		}
+		if sum.Options.ReferenceTruth != tc.reference {
+			t.Errorf("filter.json's options say reference truth %v, want %v", sum.Options.ReferenceTruth, tc.reference)
+		}
+	}
+}

@@ -57,6 +57,7 @@ type UsedOptions struct {
 	BalanceRatio          float64 `json:"balance_ratio,omitempty"`
 	ValFraction           float64 `json:"val_fraction"`
 	ValByRow              bool    `json:"val_by_row,omitempty"`
+	ReferenceTruth        bool    `json:"reference_truth,omitempty"`
 	Seed                  int64   `json:"seed"`
 }
 
@@ -259,6 +260,9 @@ func WriteTable(w io.Writer, s Summary) error {
 	p("val fraction\t%.2f of %s, seed %d", o.ValFraction, unit, o.Seed)
 	if o.Balance {
 		p("balance\ttrain's majority class cut to at most %.4g times its minority's size", o.BalanceRatio)
+	}
+	if o.ReferenceTruth {
+		p("retrieval truth\tthe authors' (raw substrings of titles and the first answer)")
 	}
 	p("rows\t%d in = %d train + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Val, s.Rows.Dropped)
 	p("")

@@ -44,6 +44,7 @@ categories, the agreement histogram and how the teacher agrees with retrieval tr
 			&cli.BoolFlag{Name: "balance", Usage: "cut train's majority class to the size of its minority class (times --balance-ratio)"},
 			&cli.Float64Flag{Name: "balance-ratio", Usage: "balance train, keeping at most this many rows of the majority class per row of the minority (at least 1; implies --balance)", Value: 1},
 			&cli.Float64Flag{Name: "val-fraction", Value: filter.DefaultValFraction, Usage: "share of the questions that go to validation (0: none)"},
+			&cli.StringFlag{Name: "truth", Value: "distill", Usage: "retrieval truth of the strong-positive and strong-negative rules: distill (the label's own: exact titles, every alias, normalised) or reference (the authors' code: raw substrings of the titles and of the first answer in the context)"},
 			&cli.StringFlag{Name: "val-split", Value: "question", Usage: "what --val-fraction splits: question (no question on both sides) or row (the reference code's)"},
 			&cli.Int64Flag{Name: "seed", Value: filter.DefaultSeed, Usage: "seed of the split and of balancing"},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace the outputs already in --out"},
@@ -70,6 +71,8 @@ func filterAction(c *cli.Context) error {
 		return usageErrorf("filter: --seed must not be 0")
 	case c.String("val-split") != "question" && c.String("val-split") != "row":
 		return usageErrorf("filter: --val-split must be question or row, not %q", c.String("val-split"))
+	case c.String("truth") != "distill" && c.String("truth") != "reference":
+		return usageErrorf("filter: --truth must be distill or reference, not %q", c.String("truth"))
 	}
 	for i, path := range in {
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
@@ -93,6 +96,7 @@ func filterAction(c *cli.Context) error {
 		BalanceRatio:          c.Float64("balance-ratio"),
 		ValFraction:           valFraction,
 		ValByRow:              c.String("val-split") == "row",
+		ReferenceTruth:        c.String("truth") == "reference",
 		Seed:                  c.Int64("seed"),
 		Overwrite:             c.Bool("overwrite"),
 		Logger:                loggerFrom(c),
