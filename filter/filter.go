@@ -97,6 +97,13 @@ type Options struct {
 	// (data.ReferenceStrength over the label's context, gold titles and
 	// answers) instead of the label's own (distill's).
 	ReferenceTruth bool
+	// BalanceUpsample balances by writing rows of the minority class again
+	// (at random, each once before any twice) instead of dropping rows of
+	// the majority; BalanceHardOnly touches only the rows retrieval truth
+	// does not settle (neither strong positive nor strong negative);
+	// BalancePerRound balances each round's rows apart. The authors' code
+	// offers all three.
+	BalanceUpsample, BalanceHardOnly, BalancePerRound bool
 	// ValByRow splits rows, not questions, as the reference code does: a
 	// question's states may then be on both sides, and the validation
 	// loss measures states of questions the judge trained on.
@@ -219,15 +226,18 @@ func filterInto(ctx context.Context, s settings) (sum Summary, err error) {
 	}
 	if s.Balance {
 		sum.Options.BalanceRatio = s.BalanceRatio
+		sum.Options.BalanceUpsample, sum.Options.BalanceHardOnly, sum.Options.BalancePerRound = s.BalanceUpsample, s.BalanceHardOnly, s.BalancePerRound
 	}
 	rs := rules{minAgreement: minAgreement, dropSelfContradictory: s.DropSelfContradictory, keepEmptyGaps: s.KeepEmptyGaps}
 	s.log.Info("filter: read labels", "files", s.In, "rows", len(sc.rows), "questions", len(sc.qids),
 		"max_samples", sc.maxSamples, "min_agreement", minAgreement)
 
 	p := plan(sc, rs, s)
-	if p.bal.minority == 0 && p.bal.majority > 0 {
-		s.log.Warn("filter: balance leaves train empty: it has no row of one class",
-			"sufficient", p.bal.majoritySufficient, "rows", p.bal.majority)
+	for g, b := range p.bal {
+		if b.minority == 0 && b.majority > 0 {
+			s.log.Warn("filter: balance finds no row of one class", "round", g,
+				"sufficient", b.majoritySufficient, "rows", b.majority, "upsample", b.upsample)
+		}
 	}
 	p.count(sc, &sum)
 	if err := sum.check(); err != nil {
@@ -450,8 +460,15 @@ func (p *decisions) count(sc *scanned, sum *Summary) {
 			valQ[f.q] = true
 			c = &sum.Classes.Val
 		} else {
-			sum.Rows.Train++
+			n := 1 + int64(p.extra(i))
+			sum.Rows.Train += n
+			sum.Rows.Upsampled += n - 1
 			trainQ[f.q] = true
+			if f.sufficient {
+				c.Sufficient += n - 1
+			} else {
+				c.Insufficient += n - 1
+			}
 		}
 		if f.sufficient {
 			c.Sufficient++
@@ -550,14 +567,15 @@ func (w *splitWriter) file(ctx context.Context, in string) error {
 			if w.n >= len(sc.rows) || l.Round != sc.rows[w.n].round || l.QuestionID != sc.qids[sc.rows[w.n].q] {
 				return fmt.Errorf("%s changed while it was read: row %d of the inputs is not the state read before", in, w.n+1)
 			}
-			r, inVal := p.rule[w.n], p.inVal(w.n, sc.rows[w.n].q)
+			r, inVal, extra := p.rule[w.n], p.inVal(w.n, sc.rows[w.n].q), p.extra(w.n)
+			round := sc.rows[w.n].round
 			w.n++
 			l.Split, l.DropRule, l.DropReason = "", "", ""
 			if r.normalized() {
 				w.sum.Normalization.add(normalize(l))
 			}
 			if r != ruleNone {
-				l.DropRule, l.DropReason = r.String(), w.rs.reason(r, l, p.bal)
+				l.DropRule, l.DropReason = r.String(), w.rs.reason(r, l, p.balOf(round))
 				w.batches[outDropped] = append(w.batches[outDropped], *l)
 				continue
 			}
@@ -569,7 +587,9 @@ func (w *splitWriter) file(ctx context.Context, in string) error {
 				w.batches[outVal] = append(w.batches[outVal], *l)
 			} else {
 				l.Split = SplitTrain
-				w.batches[outTrain] = append(w.batches[outTrain], *l)
+				for range 1 + extra {
+					w.batches[outTrain] = append(w.batches[outTrain], *l)
+				}
 			}
 		}
 		for i, b := range w.batches {

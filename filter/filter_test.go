@@ -753,3 +753,78 @@ func TestReferenceTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestBalanceModes holds the authors' balancing options: upsampling the
+// minority, only the rows retrieval truth does not settle, round by round.
+func TestBalanceModes(t *testing.T) {
+	t.Parallel()
+	// Round 0: 6 sufficient, 2 insufficient; round 1: 2 sufficient, 4
+	// insufficient. Two of round 0's sufficient rows are strong positives.
+	var rows []data.Label
+	for i := range 8 {
+		var mods []func(*data.Label)
+		switch {
+		case i >= 6:
+			mods = append(mods, insufficient(gap("attribute", "a", "b")))
+		case i < 2:
+			mods = append(mods, asStrongPositive)
+		}
+		rows = append(rows, lbl(fmt.Sprintf("r0-%d", i), 0, mods...))
+	}
+	for i := range 6 {
+		var mods []func(*data.Label)
+		if i >= 2 {
+			mods = append(mods, insufficient(gap("attribute", "a", "b")))
+		}
+		rows = append(rows, lbl(fmt.Sprintf("r1-%d", i), 1, mods...))
+	}
+	classes := func(out output) map[int32][2]int { // by round: sufficient, insufficient
+		m := map[int32][2]int{}
+		for _, l := range out.train {
+			c := m[l.Round]
+			if l.Sufficient {
+				c[0]++
+			} else {
+				c[1]++
+			}
+			m[l.Round] = c
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		opts Options
+		want map[int32][2]int
+	}{
+		// 8 sufficient, 6 insufficient: 2 insufficient copies, in either
+		// round (allRounds sums them).
+		{"upsample", Options{BalanceUpsample: true}, map[int32][2]int{allRounds: {8, 8}}},
+		{"upsample per round", Options{BalanceUpsample: true, BalancePerRound: true}, map[int32][2]int{0: {6, 6}, 1: {4, 4}}},
+		{"downsample per round", Options{BalancePerRound: true}, map[int32][2]int{0: {2, 2}, 1: {2, 2}}},
+		// Hard rows: 6 sufficient (the strong positives kept apart), 6
+		// insufficient: nothing to do.
+		{"hard only", Options{BalanceHardOnly: true}, map[int32][2]int{0: {6, 2}, 1: {2, 4}}},
+		{"hard only, per round", Options{BalanceHardOnly: true, BalancePerRound: true}, map[int32][2]int{0: {4, 2}, 1: {2, 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Balance, tt.opts.ValFraction = true, -1
+			sum, out := run(t, rows, tt.opts)
+			got := classes(out)
+			if _, total := tt.want[allRounds]; total {
+				got = map[int32][2]int{allRounds: {got[0][0] + got[1][0], got[0][1] + got[1][1]}}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("train classes by round (-want +got):\n%s", diff)
+			}
+			for _, l := range out.train {
+				if l.TruthStrength == data.StrongPositive.String() && tt.opts.BalanceHardOnly && !l.Sufficient {
+					t.Errorf("a strong positive changed class")
+				}
+			}
+			if tt.opts.BalanceUpsample && (sum.Rows.Upsampled == 0 || sum.Rows.Dropped != 0) {
+				t.Errorf("upsampling: %d copies, %d dropped; want some copies and nothing dropped", sum.Rows.Upsampled, sum.Rows.Dropped)
+			}
+		})
+	}
+}

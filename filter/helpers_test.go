@@ -144,30 +144,36 @@ func run(t *testing.T, rows []data.Label, opts Options) (Summary, output) {
 	return sum, out
 }
 
-// checkCounts checks that every input row is in exactly one output, and
-// that the summary says so.
+// checkCounts checks that every input row is in exactly one output (in
+// train more than once only as the copies of upsampling), and that the
+// summary says so.
 func checkCounts(t *testing.T, sum Summary, out output, in int) {
 	t.Helper()
 	var byRule int64
 	for _, d := range sum.Dropped {
 		byRule += d.Rows
 	}
-	got := Rows{In: sum.Rows.In, Train: int64(len(out.train)), Val: int64(len(out.val)), Dropped: int64(len(out.dropped))}
-	want := Rows{In: int64(in), Train: sum.Rows.Train, Val: sum.Rows.Val, Dropped: byRule}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("counts (-want +got):\n%s", diff)
-	}
-	if n := got.Train + got.Val + got.Dropped; n != got.In {
-		t.Errorf("got %d train + %d val + %d dropped = %d rows, want %d", got.Train, got.Val, got.Dropped, n, got.In)
-	}
+	copies := int64(0)
 	seen := make(map[data.StateKey]string)
 	for split, rows := range map[string][]data.Label{"train": out.train, "val": out.val, "dropped": out.dropped} {
 		for _, l := range rows {
-			if prev, ok := seen[l.Key()]; ok {
+			prev, ok := seen[l.Key()]
+			switch {
+			case ok && prev == "train" && split == "train":
+				copies++
+			case ok:
 				t.Errorf("state %v in %s and %s", l.Key(), prev, split)
 			}
 			seen[l.Key()] = split
 		}
+	}
+	got := Rows{In: sum.Rows.In, Train: int64(len(out.train)), Val: int64(len(out.val)), Dropped: int64(len(out.dropped)), Upsampled: copies}
+	want := Rows{In: int64(in), Train: sum.Rows.Train, Val: sum.Rows.Val, Dropped: byRule, Upsampled: sum.Rows.Upsampled}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
+	}
+	if n := got.Train - got.Upsampled + got.Val + got.Dropped; n != got.In {
+		t.Errorf("got %d train (%d copies) + %d val + %d dropped = %d rows, want %d", got.Train, got.Upsampled, got.Val, got.Dropped, n, got.In)
 	}
 }
 

@@ -55,18 +55,25 @@ type UsedOptions struct {
 	DropSelfContradictory bool    `json:"drop_self_contradictory"`
 	Balance               bool    `json:"balance"`
 	BalanceRatio          float64 `json:"balance_ratio,omitempty"`
+	BalanceUpsample       bool    `json:"balance_upsample,omitempty"`
+	BalanceHardOnly       bool    `json:"balance_hard_only,omitempty"`
+	BalancePerRound       bool    `json:"balance_per_round,omitempty"`
 	ValFraction           float64 `json:"val_fraction"`
 	ValByRow              bool    `json:"val_by_row,omitempty"`
 	ReferenceTruth        bool    `json:"reference_truth,omitempty"`
 	Seed                  int64   `json:"seed"`
 }
 
-// Rows counts the rows read and where they went: In = Train + Val + Dropped.
+// Rows counts the rows read and where they went: In = Train + Val + Dropped
+// (less the copies of upsampling, Upsampled).
 type Rows struct {
 	In      int64 `json:"in"`
 	Train   int64 `json:"train"`
 	Val     int64 `json:"val"`
 	Dropped int64 `json:"dropped"`
+	// Upsampled counts the rows of train that are copies of others
+	// (Options.BalanceUpsample): In = Train - Upsampled + Val + Dropped.
+	Upsampled int64 `json:"upsampled,omitempty"`
 }
 
 // RuleCount is the number of rows a rule dropped.
@@ -224,11 +231,26 @@ func (s *Summary) check() error {
 		dropped += d.Rows
 	}
 	r := s.Rows
-	if dropped != r.Dropped || r.In != r.Train+r.Val+r.Dropped {
-		return fmt.Errorf("rows do not add up: %d in, %d train + %d val + %d dropped (%d by rule)",
-			r.In, r.Train, r.Val, r.Dropped, dropped)
+	if dropped != r.Dropped || r.In != r.Train-r.Upsampled+r.Val+r.Dropped {
+		return fmt.Errorf("rows do not add up: %d in, %d train (%d of them copies) + %d val + %d dropped (%d by rule)",
+			r.In, r.Train, r.Upsampled, r.Val, r.Dropped, dropped)
 	}
 	return nil
+}
+
+// balanceText says how train was balanced.
+func balanceText(o UsedOptions) string {
+	t := fmt.Sprintf("train's majority class cut to at most %.4g times its minority's size", o.BalanceRatio)
+	if o.BalanceUpsample {
+		t = fmt.Sprintf("train's minority class written again up to 1/%.4g of its majority's size", o.BalanceRatio)
+	}
+	if o.BalanceHardOnly {
+		t += ", among the rows retrieval truth does not settle"
+	}
+	if o.BalancePerRound {
+		t += ", round by round"
+	}
+	return t
 }
 
 func parseFloat(s string) float64 {
@@ -259,12 +281,16 @@ func WriteTable(w io.Writer, s Summary) error {
 	}
 	p("val fraction\t%.2f of %s, seed %d", o.ValFraction, unit, o.Seed)
 	if o.Balance {
-		p("balance\ttrain's majority class cut to at most %.4g times its minority's size", o.BalanceRatio)
+		p("balance\t%s", balanceText(o))
 	}
 	if o.ReferenceTruth {
 		p("retrieval truth\tthe authors' (raw substrings of titles and the first answer)")
 	}
-	p("rows\t%d in = %d train + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Val, s.Rows.Dropped)
+	if s.Rows.Upsampled > 0 {
+		p("rows\t%d in = %d train (less %d copies) + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Upsampled, s.Rows.Val, s.Rows.Dropped)
+	} else {
+		p("rows\t%d in = %d train + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Val, s.Rows.Dropped)
+	}
 	p("")
 
 	p("rule\tdropped")
