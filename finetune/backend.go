@@ -102,7 +102,18 @@ type Hyperparameters struct {
 	// trains computes it natively, float32 elsewhere; decided where the
 	// trainer runs).
 	Precision string `json:"precision"`
+	// Loss is what the loss covers: LossCompletion ("" too), the
+	// teacher's verdict, over-length examples left out; or LossFull, the
+	// whole chat-templated text, over-length examples cut at MaxLength, as
+	// the authors' code trains (the local and slurm trainers only).
+	Loss string `json:"loss,omitempty"`
 }
+
+// The losses of Hyperparameters.Loss.
+const (
+	LossCompletion = "completion"
+	LossFull       = "full"
+)
 
 // The precisions of Hyperparameters.Precision.
 const (

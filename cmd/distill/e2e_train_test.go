@@ -73,6 +73,16 @@ func TestRealTraining(t *testing.T) {
 		t.Errorf("train.log has no per-step progress with an ETA:\n%s", tail(string(log), 20))
 	}
 
+	// The authors' training: the loss over the whole text, over-long
+	// examples cut (the sample's are about 650 tokens) rather than left out.
+	d.distill("train", "--in", "sft", "--out", "judge-full", "--loss", "full", "--max-steps", "1", "--batch-size", "1",
+		"--grad-accum", "1", "--max-length", "512", "--max-eval-examples", "1", "--poll-interval", "2s")
+	full, err := finetune.LoadRecord(filepath.Join(dir, "judge-full"))
+	if err != nil || full.State.Status != finetune.StatusSucceeded || full.Job.Hyper.Loss != finetune.LossFull ||
+		full.State.Result == nil || full.State.Result.Metrics["train_examples_cut"] < 1 {
+		t.Errorf("train --loss full: %+v, %v; want a success that cut examples", full.State, err)
+	}
+
 	// A hand-back whose server would apply another chat template is
 	// refused by start --adapter, which leaves nothing running.
 	refused := filepath.Join(dir, "refused")

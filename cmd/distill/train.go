@@ -55,6 +55,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "grad-accum", Value: h.GradAccum, Usage: "gradient accumulation steps"},
 		&cli.IntFlag{Name: "max-length", Value: h.MaxLength, Usage: "maximum sequence length in tokens"},
 		&cli.IntFlag{Name: "seed", Value: h.Seed, Usage: "training seed"},
+		&cli.StringFlag{Name: "loss", Value: finetune.LossCompletion, Usage: "what the loss covers: completion (the teacher's verdict; over-long examples left out) or full (the whole chat-templated text, over-long examples cut: the authors' training; local and slurm backends)"},
 		&cli.StringFlag{Name: "precision", Value: h.Precision, Usage: "what the trainer computes in: auto (bfloat16 where the GPU or CPU computes it natively: AMX or AVX512-BF16; float32 elsewhere), bf16 or fp32"},
 		&cli.StringSliceFlag{Name: "extra", Usage: "provider parameter passed through, `KEY=JSON` (repeatable)"},
 	}
@@ -195,6 +196,12 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 	if d := c.Float64("lora-dropout"); d < 0 || d >= 1 {
 		return finetune.Job{}, usageErrorf("train: --lora-dropout must be in [0, 1)")
 	}
+	switch loss := c.String("loss"); {
+	case loss != finetune.LossCompletion && loss != finetune.LossFull:
+		return finetune.Job{}, usageErrorf("train: --loss must be %s or %s, got %q", finetune.LossCompletion, finetune.LossFull, loss)
+	case loss == finetune.LossFull && !lora:
+		return finetune.Job{}, usageErrorf("train: --loss %s is for the local and slurm backends' trainers", finetune.LossFull)
+	}
 	if !slices.Contains(finetune.Precisions(), c.String("precision")) {
 		return finetune.Job{}, usageErrorf("train: --precision must be one of %s, got %q", strings.Join(finetune.Precisions(), ", "), c.String("precision"))
 	}
@@ -258,7 +265,7 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 			LoRARank: c.Int("lora-rank"), LoRAAlpha: c.Int("lora-alpha"), LoRADropout: c.Float64("lora-dropout"),
 			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"), MaxSteps: c.Int("max-steps"),
 			BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
-			Seed: c.Int("seed"), Precision: c.String("precision"),
+			Seed: c.Int("seed"), Precision: c.String("precision"), Loss: lossSetting(c.String("loss")),
 		},
 	}, nil
 }
@@ -489,4 +496,13 @@ func (t *logTail) lines() []string {
 		t.rest = t.rest[i+1:]
 	}
 	return out
+}
+
+// lossSetting is Hyperparameters.Loss for --loss: empty for the default,
+// so that job.json stays as it was.
+func lossSetting(loss string) string {
+	if loss == finetune.LossCompletion {
+		return ""
+	}
+	return loss
 }

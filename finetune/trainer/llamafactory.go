@@ -24,7 +24,8 @@ type section struct {
 // llamaFactoryYAML returns LLaMA-Factory's training configuration for the
 // job: LoRA SFT on the ShareGPT data that dataset_info.json names, the
 // adapter saved to AdapterDir. LLaMA-Factory masks the prompt by default
-// (train_on_prompt false), so the loss covers the teacher's verdict only.
+// (train_on_prompt false), so the loss covers the teacher's verdict only;
+// finetune.LossFull sets train_on_prompt.
 // Its configuration cannot choose the precision where it runs, so
 // PrecisionAuto is bf16, the method's (on a CPU, give PrecisionFP32).
 func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
@@ -64,6 +65,9 @@ func llamaFactoryYAML(job finetune.Job, opts Options) []byte {
 		setting{"cutoff_len", h.MaxLength},
 		setting{"overwrite_cache", true},
 	)
+	if h.Loss == finetune.LossFull {
+		dataset = append(dataset, setting{"train_on_prompt", true})
+	}
 	return emitYAML([]section{
 		{"model", []setting{{"model_name_or_path", job.BaseModel}}},
 		{"method", []setting{

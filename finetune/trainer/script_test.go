@@ -57,6 +57,7 @@ func TestTrainSFTScript(t *testing.T) {
 		example      map[string]any
 		model_       map[string]any
 		tokenizer    map[string]any
+		loss         string
 		steps        int
 		trainN       int
 		evalN        int
@@ -85,6 +86,14 @@ func TestTrainSFTScript(t *testing.T) {
 			// The long examples are left out; one validation example is
 			// evaluated once at the end.
 			steps: 3, trainN: 2, evalN: 1, evalLoss: 0.7, trainDropped: 1},
+		{name: "full-text loss", precision: "fp32", maxSteps: 3, loss: "full",
+			train: short + long + short, val: short,
+			args:      map[string]any{"max_length": 12.0, "max_steps": 3.0, "save_strategy": "no", "completion_only_loss": false, "bf16": false},
+			model_:    map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct", "gguf_file": nil, "dtype": "torch.float32"},
+			tokenizer: map[string]any{"name": "meta-llama/Llama-3.2-3B-Instruct"},
+			// The long example is kept, to be cut at max_length by TRL,
+			// and counted.
+			steps: 3, trainN: 3, evalN: 1, evalLoss: 0.7, trainDropped: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			job := testJob(t, true)
@@ -93,6 +102,7 @@ func TestTrainSFTScript(t *testing.T) {
 			}
 			job.Hyper.MaxSteps = tc.maxSteps
 			job.Hyper.Precision = tc.precision
+			job.Hyper.Loss = tc.loss
 			if tc.maxSteps > 0 {
 				job.Hyper.MaxLength = 12
 			}
@@ -166,7 +176,7 @@ func TestTrainSFTScript(t *testing.T) {
 			// Without a GPU, the completion's loss is train_sft.py's own
 			// (an old TRL without completion_only_loss keeps its trainer).
 			wantClass := "CompletionLossTrainer"
-			if _, ok := tc.args["completion_only_loss"]; !ok {
+			if tc.args["completion_only_loss"] != true {
 				wantClass = "SFTTrainer"
 			}
 			if rec.Class != wantClass {

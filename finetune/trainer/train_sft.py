@@ -19,6 +19,10 @@ The configuration is a JSON object:
     defaults), learning_rate, epochs, max_steps (0: epochs decide),
     batch_size, gradient_accumulation, max_length, seed, logging_steps,
     max_eval_examples (0: all)
+    loss             "completion" (or absent): the loss covers the assistant's
+                     verdict, and over-long examples are left out; "full":
+                     the whole chat-templated text, over-long examples cut
+                     at max_length, as the authors' code trains
     precision        "bf16", "fp32", or "auto": bfloat16 where the hardware
                      computes it natively (a GPU that supports it; a CPU with
                      AMX or AVX512-BF16, whose bfloat16 matrix products run
@@ -30,7 +34,7 @@ checkpointing is turned off): on a CPU, time is short, not memory.
 Examples longer than max_length tokens (the whole conversation, as the
 chat template renders it) are left out, never truncated: a truncated
 example would teach the judge a verdict cut in half. Their number is
-reported.
+reported. With loss "full" they are cut instead, and counted too.
 
 Besides the libraries' own logs, standard output gets a line when training
 starts and after every optimiser step (with the loss at logging steps),
@@ -263,15 +267,22 @@ def main(path):
         files["validation"] = cfg["val_file"]
     data = load_dataset("parquet", data_files=files)
 
-    # Over-long examples are left out, not truncated.
+    # Over-long examples are left out, not truncated (with the full loss,
+    # TRL cuts them at max_length).
     limit = cfg["max_length"]
+    full = cfg.get("loss") == "full"
+    if cfg.get("loss", "completion") not in ("completion", "full"):
+        fail(f"loss {cfg['loss']!r}: want completion or full")
     kept, over = {}, {}
     for split in list(data.keys()):
         n = len(data[split])
-        data[split] = data[split].filter(lambda ex: token_count(tokenizer, ex["messages"]) <= limit)
+        fits = data[split].filter(lambda ex: token_count(tokenizer, ex["messages"]) <= limit)
+        over[split] = n - len(fits)
+        if not full:
+            data[split] = fits
         kept[split] = len(data[split])
-        over[split] = n - kept[split]
-        print(f"train_sft: {split}: {kept[split]} of {n} examples fit in {limit} tokens", flush=True)
+        what = "are cut to fit" if full else "are left out"
+        print(f"train_sft: {split}: {len(fits)} of {n} examples fit in {limit} tokens; the others {what}", flush=True)
     if kept["train"] == 0:
         fail(f"no training example fits in max_length {limit} tokens")
     cap = cfg.get("max_eval_examples") or 0
@@ -306,7 +317,13 @@ def main(path):
     args["max_length" if "max_length" in known else "max_seq_length"] = limit
     if "validation" in data and max_steps <= 0:
         args["eval_strategy" if "eval_strategy" in known else "evaluation_strategy"] = "epoch"
-    if "completion_only_loss" in known:
+    if full:
+        # The loss covers every token of the conversation (TRL's language
+        # modelling on "messages"), as the authors' code trains.
+        for setting in ("completion_only_loss", "assistant_only_loss"):
+            if setting in known:
+                args[setting] = False
+    elif "completion_only_loss" in known:
         # Learn the verdict only: each conversation becomes a prompt (all but
         # the last message) and its completion (the assistant's answer).
         data = data.map(
@@ -358,6 +375,8 @@ def main(path):
         metrics.update(numbers(trainer.evaluate()))
     metrics["train_examples_used"] = kept["train"]
     metrics["train_examples_over_max_length"] = over["train"]
+    if full:
+        metrics["train_examples_cut"] = over["train"]
     if "validation" in data:
         metrics["val_examples_used"] = len(data["validation"])
     trainer.save_model(cfg["output_dir"])  # the adapter, and the tokenizer

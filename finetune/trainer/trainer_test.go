@@ -103,6 +103,20 @@ func TestPrepareLLaMAFactory(t *testing.T) {
 	if m["max_steps"] != 20 || m["do_eval"] != true || m["save_strategy"] != "no" || m["eval_strategy"] != nil {
 		t.Errorf("budget run settings %v", m)
 	}
+	if m["train_on_prompt"] != nil {
+		t.Errorf("train_on_prompt %v with the completion loss", m["train_on_prompt"])
+	}
+	// The full-text loss: the prompt is trained on too.
+	job.Hyper.Loss = finetune.LossFull
+	if _, err := Prepare(job, Options{Kind: LLaMAFactory}); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(read(t, filepath.Join(job.Dir, LLaMAFactoryConfigFile))), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["train_on_prompt"] != true {
+		t.Errorf("train_on_prompt %v with the full loss, want true", m["train_on_prompt"])
+	}
 }
 
 func TestPrepareTRL(t *testing.T) {
@@ -126,6 +140,19 @@ func TestPrepareTRL(t *testing.T) {
 		t.Errorf("%s is not the embedded script", TRLScriptFile)
 	}
 	testkit.Golden(t, "train.sh", plan.Script("# header"))
+
+	// The full-text loss reaches the script's configuration; the default
+	// leaves the configuration as it was.
+	if strings.Contains(read(t, filepath.Join(job.Dir, TRLConfigFile)), `"loss"`) {
+		t.Errorf("the default loss is written into %s", TRLConfigFile)
+	}
+	job.Hyper.Loss = finetune.LossFull
+	if _, err := Prepare(job, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(job.Dir, TRLConfigFile)); !strings.Contains(got, `"loss": "full"`) {
+		t.Errorf("%s lacks the full loss:\n%s", TRLConfigFile, got)
+	}
 }
 
 func TestPrepareCommand(t *testing.T) {
