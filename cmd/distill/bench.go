@@ -83,7 +83,7 @@ With no flags it runs on the bundled sample with the built-in components, offlin
 when its prompt template differs from this build's, unless --allow-template-mismatch.
 distill bench compare A B prints the differences between two reports, and the paired
 statistics when A and B are benchmark directories.`,
-		Flags:  append(append(append(flags, contextWindowFlag()), modelFlags()...), retrieverFlags()...),
+		Flags:  slices.Concat(flags, loopFlags(), []cli.Flag{contextWindowFlag()}, modelFlags(), retrieverFlags()),
 		Action: benchAction,
 		Subcommands: []*cli.Command{{
 			Name: "compare", Usage: "print the differences between two benchmark reports", ArgsUsage: "A B (report.json files or benchmark directories)",
@@ -448,8 +448,11 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 		return s, nil
 	}
 	c := m.c
-	s := eval.Setup{Retriever: m.retriever}
-	var err error
+	loop, err := loopOptions(c, "bench")
+	if err != nil {
+		return eval.Setup{}, err
+	}
+	s := eval.Setup{Retriever: m.retriever, Loop: loop}
 	if s.Judge, err = m.judgeOf(variant, "judge", m.judge); err != nil {
 		return s, err
 	}

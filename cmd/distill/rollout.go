@@ -57,7 +57,7 @@ key from DISTILL_<ROLE>_API_KEY or OPENAI_API_KEY (servers such as vLLM or Ollam
 none). Requests are retried on 429, 5xx and timeouts, limited by --max-concurrent,
 --requests-per-minute and --tokens-per-minute, and cached in --cache DIR when given;
 run.json records each role's requests, tokens and cost.`,
-		Flags: append([]cli.Flag{
+		Flags: slices.Concat([]cli.Flag{
 			&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
 			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
 			&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},
@@ -78,16 +78,11 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
 			&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL`(s), with /v1 (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
 			&cli.StringFlag{Name: "policy", Value: rollout.EarlyStop.String(), Usage: "early-stop (stop when the judge says sufficient) or fixed (always spend --max-rounds)"},
-			&cli.IntFlag{Name: "max-rounds", Value: rollout.DefaultMaxRetrievals, Usage: "most retrievals per question"},
-			&cli.IntFlag{Name: "top-k", Value: rollout.DefaultTopK, Usage: "new documents per retrieval"},
-			&cli.IntFlag{Name: "max-evidence", Value: rollout.DefaultMaxEvidence, Usage: "most sentences the extractor keeps per round (K)"},
-			&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
-			&cli.StringFlag{Name: "query-rule", Value: rollout.QueryDistill.String(), Usage: "how gap items become the query: distill (target and slot, or whichever is set, else the description) or reference (the authors' code: target and slot only when both are set, else the description)"},
-			&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
+		}, loopFlags(), []cli.Flag{
 			&cli.IntFlag{Name: "checkpoint-questions", Value: runner.DefaultCheckpointQuestions, Usage: "commit a part after this many questions"},
 			&cli.DurationFlag{Name: "checkpoint-interval", Value: runner.DefaultCheckpointInterval, Usage: "commit a part at least this often"},
 			contextWindowFlag(),
-		}, append(modelFlags(), retrieverFlags()...)...),
+		}, modelFlags(), retrieverFlags()),
 		Action: rolloutAction,
 	})
 }
@@ -167,25 +162,60 @@ func rolloutAction(c *cli.Context) error {
 	return printRolloutReport(c, sum, opts.Out)
 }
 
+// loopFlags are the flags of the loop's options that rollout and bench
+// share (rollout adds --policy; bench's variants choose their own).
+func loopFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "max-rounds", Value: rollout.DefaultMaxRetrievals, Usage: "most retrievals per question"},
+		&cli.IntFlag{Name: "top-k", Value: rollout.DefaultTopK, Usage: "new documents per retrieval"},
+		&cli.IntFlag{Name: "max-evidence", Value: rollout.DefaultMaxEvidence, Usage: "most sentences the extractor keeps per round (K)"},
+		&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
+		&cli.StringFlag{Name: "query-rule", Value: rollout.QueryDistill.String(), Usage: "how gap items become the query: distill (target and slot, or whichever is set, else the description) or reference (the authors' code: target and slot only when both are set, else the description)"},
+		&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
+	}
+}
+
+// loopOptions reads loopFlags; cmd names the command in errors.
+func loopOptions(c *cli.Context, cmd string) (rollout.Options, error) {
+	dedup, err := rollout.ParseDedup(c.String("dedup"))
+	if err != nil {
+		return rollout.Options{}, usageErrorf("%s: --dedup: %w", cmd, err)
+	}
+	queryRule, err := rollout.ParseQueryRule(c.String("query-rule"))
+	if err != nil {
+		return rollout.Options{}, usageErrorf("%s: --query-rule: %w", cmd, err)
+	}
+	for _, name := range []string{"max-rounds", "top-k", "max-evidence"} {
+		if c.Int(name) < 1 {
+			return rollout.Options{}, usageErrorf("%s: --%s must be at least 1, got %d", cmd, name, c.Int(name))
+		}
+	}
+	return rollout.Options{
+		MaxRetrievals: c.Int("max-rounds"),
+		TopK:          c.Int("top-k"),
+		MaxEvidence:   c.Int("max-evidence"),
+		FirstGapOnly:  c.Bool("first-gap-only"),
+		QueryRule:     queryRule,
+		Dedup:         dedup,
+	}, nil
+}
+
 // rolloutOptions reads the flags that configure the run and the loop.
 func rolloutOptions(c *cli.Context) (runner.Options, error) {
 	policy, err := rollout.ParsePolicy(c.String("policy"))
 	if err != nil {
 		return runner.Options{}, usageErrorf("rollout: --policy: %w", err)
 	}
-	dedup, err := rollout.ParseDedup(c.String("dedup"))
+	loop, err := loopOptions(c, "rollout")
 	if err != nil {
-		return runner.Options{}, usageErrorf("rollout: --dedup: %w", err)
+		return runner.Options{}, err
 	}
-	queryRule, err := rollout.ParseQueryRule(c.String("query-rule"))
-	if err != nil {
-		return runner.Options{}, usageErrorf("rollout: --query-rule: %w", err)
-	}
+	loop.Policy = policy
 	shard, err := data.ParseShard(c.String("shard"))
 	if err != nil {
 		return runner.Options{}, usageErrorf("rollout: --shard: %w", err)
 	}
-	for _, name := range []string{"workers", "max-rounds", "top-k", "max-evidence", "checkpoint-questions"} {
+	for _, name := range []string{"workers", "checkpoint-questions"} {
 		if c.Int(name) < 1 {
 			return runner.Options{}, usageErrorf("rollout: --%s must be at least 1, got %d", name, c.Int(name))
 		}
@@ -195,15 +225,6 @@ func rolloutOptions(c *cli.Context) (runner.Options, error) {
 	}
 	if c.Duration("checkpoint-interval") <= 0 {
 		return runner.Options{}, usageErrorf("rollout: --checkpoint-interval must be positive")
-	}
-	loop := rollout.Options{
-		MaxRetrievals: c.Int("max-rounds"),
-		TopK:          c.Int("top-k"),
-		MaxEvidence:   c.Int("max-evidence"),
-		FirstGapOnly:  c.Bool("first-gap-only"),
-		QueryRule:     queryRule,
-		Dedup:         dedup,
-		Policy:        policy,
 	}
 	modelRoles := c.String("judge") == "llm" || c.Path("judge-from") != "" || c.String("extractor") == "llm" || c.String("reader") == "llm"
 	if err := applyContextWindow(c, &loop, modelRoles); err != nil {
