@@ -3,9 +3,7 @@ package eval
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	_ "embed"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -401,60 +399,6 @@ func (w *TraceWriter) flush(more bool) error {
 	}
 	w.part = w.part[:0]
 	return nil
-}
-
-// packQuestions renders questions as HTML, gzipped, in base64.
-func packQuestions(questions []traceQuestionView) (string, error) {
-	var b bytes.Buffer
-	enc := base64.NewEncoder(base64.StdEncoding, &b)
-	zw, err := gzip.NewWriterLevel(enc, gzip.DefaultCompression)
-	if err != nil {
-		return "", err
-	}
-	if err := tracesTemplate.ExecuteTemplate(zw, "questions", questions); err != nil {
-		return "", err
-	}
-	if err := zw.Close(); err != nil {
-		return "", err
-	}
-	if err := enc.Close(); err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
-
-// UnpackTracePage returns a page of questions (traces/v-I/part-NNNN.html)
-// with its questions unpacked into it, as a browser shows it once its
-// script has run: for reading the pages without a browser.
-func UnpackTracePage(page []byte) ([]byte, error) {
-	const open, end = `<script type="application/json" id="questions-gzip">`, `</script>`
-	i := bytes.Index(page, []byte(open))
-	if i < 0 {
-		return nil, errors.New("unpack trace page: no packed questions")
-	}
-	j := bytes.Index(page[i:], []byte(end))
-	if j < 0 {
-		return nil, errors.New("unpack trace page: the packed questions do not end")
-	}
-	var packed string
-	if err := json.Unmarshal(page[i+len(open):i+j], &packed); err != nil {
-		return nil, fmt.Errorf("unpack trace page: %w", err)
-	}
-	zr, err := gzip.NewReader(base64.NewDecoder(base64.StdEncoding, strings.NewReader(packed)))
-	if err != nil {
-		return nil, fmt.Errorf("unpack trace page: %w", err)
-	}
-	html, err := io.ReadAll(zr)
-	if err != nil {
-		return nil, fmt.Errorf("unpack trace page: %w", err)
-	}
-	const slot = `<div id="questions"></div>`
-	k := bytes.Index(page, []byte(slot))
-	if k < 0 || k > i {
-		return nil, errors.New("unpack trace page: no place for the questions")
-	}
-	out := slices.Concat(page[:k], []byte(`<div id="questions">`), html, []byte(`</div>`), page[k+len(slot):i], page[i+j+len(end):])
-	return out, nil
 }
 
 // tracePartName is the file name of page n (from 1) of a variant.

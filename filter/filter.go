@@ -375,34 +375,6 @@ func scanFile(ctx context.Context, path string, sc *scanned, seen *stateSet, qin
 	})
 }
 
-// truthRow is what referenceStrengths reads of a label.
-type truthRow struct {
-	QuestionID string   `parquet:"question_id"`
-	Round      int32    `parquet:"round"`
-	Context    string   `parquet:"context"`
-	GoldTitles []string `parquet:"gold_titles,list"`
-	Answers    []string `parquet:"answers,list"`
-}
-
-// referenceStrengths classifies every label of the inputs by the authors'
-// retrieval truth (data.ReferenceStrength). It is a pass of its own, so
-// that the default filter never reads the labels' contexts.
-func referenceStrengths(ctx context.Context, paths []string) (map[data.StateKey]strength, error) {
-	out := make(map[data.StateKey]strength)
-	for _, path := range paths {
-		err := data.EachRow(ctx, path, data.KindLabels, func(rows []truthRow) error {
-			for _, r := range rows {
-				out[data.StateKey{QuestionID: r.QuestionID, Round: r.Round}] = parseStrength(data.ReferenceStrength(r.GoldTitles, r.Answers, r.Context).String())
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 // stateSet is the set of states (question, round) a scan has seen, with
 // the question as its index in the scan's order: a bit a round for rounds
 // 0 to 63, by question (8 bytes a question; the loop's rounds are a
