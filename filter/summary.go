@@ -238,6 +238,15 @@ func (s *Summary) check() error {
 	return nil
 }
 
+// rowsText says where the rows went.
+func rowsText(r Rows) string {
+	train := fmt.Sprint(r.Train)
+	if r.Upsampled > 0 {
+		train = fmt.Sprintf("%d (less %d copies)", r.Train, r.Upsampled)
+	}
+	return fmt.Sprintf("%d in = %s train + %d val + %d dropped", r.In, train, r.Val, r.Dropped)
+}
+
 // balanceText says how train was balanced.
 func balanceText(o UsedOptions) string {
 	t := fmt.Sprintf("train's majority class cut to at most %.4g times its minority's size", o.BalanceRatio)
@@ -286,11 +295,7 @@ func WriteTable(w io.Writer, s Summary) error {
 	if o.ReferenceTruth {
 		p("retrieval truth\tthe authors' (raw substrings of titles and the first answer)")
 	}
-	if s.Rows.Upsampled > 0 {
-		p("rows\t%d in = %d train (less %d copies) + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Upsampled, s.Rows.Val, s.Rows.Dropped)
-	} else {
-		p("rows\t%d in = %d train + %d val + %d dropped", s.Rows.In, s.Rows.Train, s.Rows.Val, s.Rows.Dropped)
-	}
+	p("rows\t%s", rowsText(s.Rows))
 	p("")
 
 	p("rule\tdropped")
