@@ -19,6 +19,7 @@ import (
 	"github.com/distill-rag/distill/internal/pipeline"
 	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/label"
+	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
@@ -178,6 +179,15 @@ func holds(st pipeline.Stage) string {
 		p, perr := data.ParquetStats(filepath.Join(st.Dir, data.CorpusFile))
 		if qerr == nil && perr == nil {
 			return fmt.Sprintf("%d questions, %d passages", q.Rows, p.Rows)
+		}
+	case pipeline.KindIndex:
+		if !bm25.IsIndex(st.Dir) {
+			break
+		}
+		if x, err := bm25.Open(st.Dir); err == nil {
+			defer x.Close()
+			m := x.Meta()
+			return fmt.Sprintf("BM25 over %d passages, %d terms", m.Passages, m.Terms)
 		}
 	case pipeline.KindRollout:
 		if r, err := runner.ReadReport(st.Dir); err == nil {
