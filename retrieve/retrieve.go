@@ -36,3 +36,39 @@ type Hit struct {
 type Retriever interface {
 	Search(ctx context.Context, q Query) ([]Hit, error)
 }
+
+// PassageFormat says how a passage becomes the text an embedding model
+// reads (after any prefix such as E5's "passage: ").
+type PassageFormat string
+
+const (
+	// TitleText is the title, a space and the text (the text alone when
+	// the title is empty): distill's default, as BM25 indexes passages.
+	TitleText PassageFormat = ""
+	// TitleContext is "title: T, context: X", as the authors' code embeds
+	// passages for E5.
+	TitleContext PassageFormat = "title-context"
+)
+
+// ParsePassageFormat reads a format's name: "title-text" (or "") or
+// "title-context".
+func ParsePassageFormat(name string) (PassageFormat, error) {
+	switch name {
+	case "", "title-text":
+		return TitleText, nil
+	case string(TitleContext):
+		return TitleContext, nil
+	}
+	return "", errors.New(`passage format "` + name + `": want title-text or title-context`)
+}
+
+// PassageText is the text of p that an embedding model reads, in format f.
+func PassageText(p data.Passage, f PassageFormat) string {
+	switch {
+	case f == TitleContext:
+		return "title: " + p.Title + ", context: " + p.Text
+	case p.Title == "":
+		return p.Text
+	}
+	return p.Title + " " + p.Text
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/distill-rag/distill/data/synth"
 	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/dense"
 	"github.com/distill-rag/distill/retrieve/elastic"
@@ -50,6 +51,7 @@ any kind with --index, and several joined by commas as one hybrid retriever.`,
 			&cli.StringFlag{Name: "dataset", Usage: "index a bundled dataset's corpus instead of --corpus: " + datasetSample},
 			&cli.PathFlag{Name: "out", Usage: "index `DIR`", EnvVars: []string{"DISTILL_INDEX"}},
 			&cli.Float64Flag{Name: "k1", Value: bm25.DefaultK1, Usage: "BM25 term frequency saturation"},
+			&cli.StringFlag{Name: "passage-format", Value: "title-text", Usage: "--kind dense: the text embedded for a passage, after --passage-prefix: title-text (title, a space, the text) or title-context (\"title: T, context: X\", the authors' E5 input)"},
 			&cli.StringFlag{Name: "stemmer", Value: string(analysis.Porter2), Usage: "--kind bm25 or elasticsearch: porter2 (Snowball English) or porter (Porter's original, as Lucene's English analyzer and Pyserini stem)"},
 			&cli.BoolFlag{Name: "lucene-norms", Usage: "score with document lengths rounded to one byte as Lucene stores them (Pyserini, Elasticsearch and OpenSearch rank alike), not the exact lengths of textbook BM25"},
 			&cli.Float64Flag{Name: "b", Value: bm25.DefaultB, Usage: "BM25 length normalisation"},
@@ -91,6 +93,12 @@ func indexAction(c *cli.Context) error {
 	}
 	if _, err := analysis.ParseStemmer(c.String("stemmer")); err != nil {
 		return usageErrorf("index: --%w", err)
+	}
+	switch f, err := retrieve.ParsePassageFormat(c.String("passage-format")); {
+	case err != nil:
+		return usageErrorf("index: --%w", err)
+	case f != retrieve.TitleText && kind != dense.Name:
+		return usageErrorf("index: --passage-format is for --kind %s", dense.Name)
 	}
 	src, name, total, closer, err := indexSource(c)
 	if err != nil {
@@ -187,7 +195,7 @@ func indexDense(c *cli.Context, src bm25.Source, name string, total int64) error
 		Prefixes:  &px,
 		InputType: inputType != "", BaseURL: base,
 		Precision: prec, BatchSize: c.Int("embed-batch"), Workers: c.Int("embed-workers"),
-		Overwrite: c.Bool("overwrite"), SourceName: name,
+		Overwrite: c.Bool("overwrite"), SourceName: name, PassageFormat: passageFormat(c),
 	}
 	if c.Bool("ivf") {
 		opts.IVF = &dense.IVFOptions{NList: c.Int("nlist")}
@@ -278,4 +286,10 @@ func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
 		{"time", fmt.Sprintf("%.2fs (%.0f passages/s)", st.Elapsed.Seconds(), float64(st.Loaded)/max(st.Elapsed.Seconds(), 1e-9))},
 		{"use", use},
 	})
+}
+
+// passageFormat is --passage-format, checked in indexAction.
+func passageFormat(c *cli.Context) retrieve.PassageFormat {
+	f, _ := retrieve.ParsePassageFormat(c.String("passage-format"))
+	return f
 }

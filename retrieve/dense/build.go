@@ -15,6 +15,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 	"github.com/distill-rag/distill/retrieve/internal/mmap"
 )
@@ -62,6 +63,10 @@ type BuildOptions struct {
 	// BaseURL is the embeddings server, recorded in meta.json so that a
 	// search can find it again (Meta.BaseURL); Build does not use it.
 	BaseURL string
+	// PassageFormat is how a passage becomes the text embedded (default
+	// retrieve.TitleText; retrieve.TitleContext is the authors' E5 input).
+	// It is recorded in meta.json and a resumed build must use the same.
+	PassageFormat retrieve.PassageFormat
 	// Precision of the stored vectors; empty means Float32. The checkpoints
 	// are float32 whatever it is, so a resumed build may change it.
 	Precision Precision
@@ -126,31 +131,31 @@ type Stats struct {
 // with (BaseURL, when recorded) and whether queries go with input_type
 // "query" (InputType).
 type Meta struct {
-	Format        string    `json:"format"`
-	Version       int       `json:"version"`
-	Model         string    `json:"model"`
-	BaseURL       string    `json:"base_url,omitempty"`
-	InputType     bool      `json:"input_type,omitempty"`
-	Dim           int       `json:"dim"`
-	QueryPrefix   string    `json:"query_prefix"`
-	PassagePrefix string    `json:"passage_prefix"`
-	Input         string    `json:"input"`
-	Precision     Precision `json:"precision"`
-	Normalized    bool      `json:"normalized"`
-	Metric        string    `json:"metric"`
-	Passages      int64     `json:"passages"`
-	ZeroVectors   int64     `json:"zero_vectors"`
-	Failed        int64     `json:"failed"`
-	BuildID       string    `json:"build_id"`
-	Source        string    `json:"source,omitempty"`
-	BuiltAt       string    `json:"built_at"`
-	BuildSeconds  float64   `json:"build_seconds"`
-	IVF           *IVFMeta  `json:"ivf,omitempty"`
+	Format        string                 `json:"format"`
+	Version       int                    `json:"version"`
+	Model         string                 `json:"model"`
+	BaseURL       string                 `json:"base_url,omitempty"`
+	InputType     bool                   `json:"input_type,omitempty"`
+	Dim           int                    `json:"dim"`
+	QueryPrefix   string                 `json:"query_prefix"`
+	PassagePrefix string                 `json:"passage_prefix"`
+	PassageFormat retrieve.PassageFormat `json:"passage_format,omitempty"`
+	Input         string                 `json:"input"`
+	Precision     Precision              `json:"precision"`
+	Normalized    bool                   `json:"normalized"`
+	Metric        string                 `json:"metric"`
+	Passages      int64                  `json:"passages"`
+	ZeroVectors   int64                  `json:"zero_vectors"`
+	Failed        int64                  `json:"failed"`
+	BuildID       string                 `json:"build_id"`
+	Source        string                 `json:"source,omitempty"`
+	BuiltAt       string                 `json:"built_at"`
+	BuildSeconds  float64                `json:"build_seconds"`
+	IVF           *IVFMeta               `json:"ivf,omitempty"`
 }
 
 const (
 	stateFormat = "distill-dense-build"
-	inputRule   = "passage_prefix + title + \" \" + text (the text alone when the title is empty)"
 )
 
 var (
@@ -167,13 +172,14 @@ var (
 // buildState is build.json, written when a build starts and removed when it
 // ends: the settings that the checkpoints depend on.
 type buildState struct {
-	Format        string `json:"format"`
-	Version       int    `json:"version"`
-	Model         string `json:"model"`
-	PassagePrefix string `json:"passage_prefix"`
-	InputType     bool   `json:"input_type,omitempty"`
-	Normalized    bool   `json:"normalized"`
-	ChunkSize     int    `json:"chunk_size"`
+	Format        string                 `json:"format"`
+	Version       int                    `json:"version"`
+	Model         string                 `json:"model"`
+	PassagePrefix string                 `json:"passage_prefix"`
+	PassageFormat retrieve.PassageFormat `json:"passage_format,omitempty"`
+	InputType     bool                   `json:"input_type,omitempty"`
+	Normalized    bool                   `json:"normalized"`
+	ChunkSize     int                    `json:"chunk_size"`
 }
 
 func (o BuildOptions) resolve(emb llm.Embedder) (BuildOptions, Prefixes, error) {
@@ -229,7 +235,7 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 	}
 	state := buildState{
 		Format: stateFormat, Version: vectorsVersion, Model: opts.Model,
-		PassagePrefix: px.Passage, InputType: opts.InputType, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
+		PassagePrefix: px.Passage, PassageFormat: opts.PassageFormat, InputType: opts.InputType, Normalized: !opts.NoNormalize, ChunkSize: opts.ChunkSize,
 	}
 	// Held to the end. On failure the chunks are kept, for a rerun to
 	// resume from; a fresh build that failed before its first chunk leaves
@@ -248,7 +254,7 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 	if err := prepareDir(od, state, opts.Overwrite); err != nil {
 		return Stats{}, err
 	}
-	n, hashes, err := writeDocs(ctx, dir, src, px.Passage, opts.ChunkSize)
+	n, hashes, err := writeDocs(ctx, dir, src, px.Passage, opts.PassageFormat, opts.ChunkSize)
 	if err != nil {
 		return Stats{}, fmt.Errorf("build dense index: %w", err)
 	}
@@ -262,7 +268,7 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 		return Stats{}, fmt.Errorf("build dense index: %w", err)
 	}
 	e := &embedRun{
-		dir: dir, docs: &docs, hashes: hashes, emb: emb, opts: opts, prefix: px.Passage,
+		dir: dir, docs: &docs, hashes: hashes, emb: emb, opts: opts, prefix: px.Passage, format: opts.PassageFormat,
 		total: int64(n), normalize: !opts.NoNormalize,
 	}
 	if err := e.run(ctx); err != nil {
@@ -281,7 +287,7 @@ func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts B
 	}
 	meta := Meta{
 		Format: Format, Version: vectorsVersion, Model: opts.Model, Dim: dim,
-		QueryPrefix: px.Query, PassagePrefix: px.Passage, InputType: opts.InputType, Input: inputRule,
+		QueryPrefix: px.Query, PassagePrefix: px.Passage, PassageFormat: opts.PassageFormat, InputType: opts.InputType, Input: inputRule(opts.PassageFormat),
 		BaseURL:   opts.BaseURL,
 		Precision: opts.Precision, Normalized: !opts.NoNormalize, Metric: "inner_product",
 		Passages: int64(n), ZeroVectors: st.ZeroVectors, Failed: st.Failed, BuildID: fmt.Sprintf("%016x", id),
@@ -425,12 +431,17 @@ func readMeta(dir string) (Meta, error) {
 	return m, nil
 }
 
-// passageInput is the text embedded for p.
-func passageInput(prefix string, p data.Passage) string {
-	if p.Title == "" {
-		return prefix + p.Text
+// inputRule says in meta.json what text was embedded.
+func inputRule(f retrieve.PassageFormat) string {
+	if f == retrieve.TitleContext {
+		return "passage_prefix + \"title: \" + title + \", context: \" + text"
 	}
-	return prefix + p.Title + " " + p.Text
+	return "passage_prefix + title + \" \" + text (the text alone when the title is empty)"
+}
+
+// passageInput is the text embedded for p.
+func passageInput(prefix string, f retrieve.PassageFormat, p data.Passage) string {
+	return prefix + retrieve.PassageText(p, f)
 }
 
 // fnv64 adds s to an FNV-1a hash.
@@ -446,7 +457,7 @@ const fnvOffset = 14695981039346656037
 
 // writeDocs reads src into docs.bin and returns the passage count and, for
 // each chunk, a hash of the texts it embeds, which its checkpoint records.
-func writeDocs(ctx context.Context, dir string, src Source, prefix string, chunkSize int) (int, []uint64, error) {
+func writeDocs(ctx context.Context, dir string, src Source, prefix string, format retrieve.PassageFormat, chunkSize int) (int, []uint64, error) {
 	w, err := newDocWriter(dir)
 	if err != nil {
 		return 0, nil, err
@@ -473,7 +484,7 @@ func writeDocs(ctx context.Context, dir string, src Source, prefix string, chunk
 			w.abort()
 			return 0, nil, fmt.Errorf("passage %d: %w", n+1, err)
 		}
-		h = fnv64(fnv64(h, passageInput(prefix, p)), "\xff")
+		h = fnv64(fnv64(h, passageInput(prefix, format, p)), "\xff")
 		if (n+1)%chunkSize == 0 {
 			hashes = append(hashes, h)
 			h = fnvOffset

@@ -118,17 +118,17 @@ func TestBuildWithServer(t *testing.T) {
 	}
 	var want []string
 	for _, p := range corpus {
-		want = append(want, passageInput(DefaultPassagePrefix, p))
+		want = append(want, passageInput(DefaultPassagePrefix, retrieve.TitleText, p))
 	}
 	slices.Sort(sent)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, sent); diff != "" {
 		t.Errorf("inputs sent (-want +got):\n%s", diff)
 	}
-	if want, got := "passage: "+corpus[3].Text, passageInput(DefaultPassagePrefix, corpus[3]); got != want {
+	if want, got := "passage: "+corpus[3].Text, passageInput(DefaultPassagePrefix, retrieve.TitleText, corpus[3]); got != want {
 		t.Errorf("input of an untitled passage: got %q, want %q", got, want)
 	}
-	if want, got := "passage: Article 0 "+corpus[0].Text, passageInput(DefaultPassagePrefix, corpus[0]); got != want {
+	if want, got := "passage: Article 0 "+corpus[0].Text, passageInput(DefaultPassagePrefix, retrieve.TitleText, corpus[0]); got != want {
 		t.Errorf("input: got %q, want %q", got, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, chunksDir)); !errors.Is(err, os.ErrNotExist) {
@@ -145,7 +145,7 @@ func TestBuildWithServer(t *testing.T) {
 	buf := make([]float32, dim)
 	for i, p := range corpus {
 		got := x.rows.vectors(i, i+1, buf)
-		v := llmtest.Vector(passageInput(DefaultPassagePrefix, p), dim)
+		v := llmtest.Vector(passageInput(DefaultPassagePrefix, retrieve.TitleText, p), dim)
 		for j := range v {
 			if math.Abs(float64(got[j]-v[j])) > 1e-6 {
 				t.Fatalf("row %d: got %v, want %v", i, got, v)
@@ -153,7 +153,7 @@ func TestBuildWithServer(t *testing.T) {
 		}
 	}
 	// A passage's own vector finds it first, with score 1.
-	v := llmtest.Vector(passageInput(DefaultPassagePrefix, corpus[9]), dim)
+	v := llmtest.Vector(passageInput(DefaultPassagePrefix, retrieve.TitleText, corpus[9]), dim)
 	hits, err := x.SearchVector(context.Background(), v, 3, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +269,7 @@ func TestResumeAfterCancel(t *testing.T) {
 	skip := map[string]bool{}
 	for c := range done {
 		for i := c * chunk; i < (c+1)*chunk; i++ {
-			skip[passageInput(DefaultPassagePrefix, corpus[i])] = true
+			skip[passageInput(DefaultPassagePrefix, retrieve.TitleText, corpus[i])] = true
 		}
 	}
 	requests := 0
@@ -374,7 +374,7 @@ func TestResumeAfterKill(t *testing.T) {
 		for _, in := range r.Input {
 			for c := range done {
 				for i := c * 16; i < (c+1)*16; i++ {
-					if in == passageInput(DefaultPassagePrefix, corpus[i]) {
+					if in == passageInput(DefaultPassagePrefix, retrieve.TitleText, corpus[i]) {
 						t.Fatalf("passage %d embedded again after the kill: chunk %d was finished", i, c)
 					}
 				}
@@ -1080,5 +1080,34 @@ func TestRefusedPassages(t *testing.T) {
 		&poisonEmbedder{all: true}, BuildOptions{Model: "m"})
 	if err == nil || !strings.Contains(err.Error(), "400") {
 		t.Errorf("server refusing everything: got error %v, want the 400", err)
+	}
+}
+
+// TestPassageFormat embeds passages as the authors' code does for E5
+// ("passage: title: T, context: X"), records it in meta.json, and the
+// default leaves meta.json without it.
+func TestPassageFormat(t *testing.T) {
+	srv := newServer(t, llmtest.Options{EmbeddingDim: 8})
+	client := newClient(t, srv.URL(), "e5-test")
+	corpus := textCorpus(4)
+	dir := filepath.Join(t.TempDir(), "idx")
+	build(t, dir, corpus, client, BuildOptions{PassageFormat: retrieve.TitleContext})
+	var sent []string
+	for _, r := range srv.Requests() {
+		sent = append(sent, r.Input...)
+	}
+	want := "passage: title: " + corpus[1].Title + ", context: " + corpus[1].Text
+	if !slices.Contains(sent, want) {
+		t.Errorf("inputs %q lack %q", sent, want)
+	}
+	x := open(t, dir, OpenOptions{Embedder: client})
+	if m := x.Meta(); m.PassageFormat != retrieve.TitleContext || !strings.Contains(m.Input, "context: ") {
+		t.Errorf("meta.json: format %q, input %q", m.PassageFormat, m.Input)
+	}
+	if _, err := retrieve.ParsePassageFormat("title-context"); err != nil {
+		t.Error(err)
+	}
+	if _, err := retrieve.ParsePassageFormat("markdown"); err == nil {
+		t.Error("an unknown passage format: no error")
 	}
 }

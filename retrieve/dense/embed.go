@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 // embedRun embeds the chunks that have no checkpoint yet.
@@ -23,6 +24,7 @@ type embedRun struct {
 	emb       llm.Embedder
 	opts      BuildOptions
 	prefix    string
+	format    retrieve.PassageFormat
 	normalize bool
 	total     int64
 
@@ -239,7 +241,7 @@ func (e *embedRun) input(i int) string {
 	if err != nil {
 		return ""
 	}
-	return passageInput(e.prefix, p)
+	return passageInput(e.prefix, e.format, p)
 }
 
 func (e *embedRun) setDim(d int) error {
@@ -275,7 +277,7 @@ func (e *embedRun) embed(ctx context.Context, b batchJob) error {
 		if err != nil {
 			return err
 		}
-		inputs = append(inputs, passageInput(e.prefix, p))
+		inputs = append(inputs, passageInput(e.prefix, e.format, p))
 	}
 	first, last := b.c.first+b.lo+1, b.c.first+b.hi
 	vecs, reasons, err := e.embedSplit(ctx, inputs)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/llm/httperr"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 // Source yields the passages to load; Next returns io.EOF after the last.
@@ -65,7 +66,7 @@ func EmbedPassages(e Embedder, prefix string) func(context.Context, []data.Passa
 	return func(ctx context.Context, batch []data.Passage) ([][]float32, error) {
 		inputs := make([]string, len(batch))
 		for i, p := range batch {
-			inputs[i] = prefix + passageText(p)
+			inputs[i] = prefix + retrieve.PassageText(p, retrieve.TitleText)
 		}
 		vecs, _, err := e.Embed(ctx, inputs)
 		if err != nil {
@@ -76,13 +77,6 @@ func EmbedPassages(e Embedder, prefix string) func(context.Context, []data.Passa
 		}
 		return vecs, nil
 	}
-}
-
-func passageText(p data.Passage) string {
-	if p.Title == "" {
-		return p.Text
-	}
-	return p.Title + " " + p.Text
 }
 
 // LoadOptions configure Load. The zero value loads with the defaults.
