@@ -224,53 +224,34 @@ func TestBuildQuery(t *testing.T) {
 		gaps     []data.GapItem
 		firstGap bool
 		want     string
+		rule     QueryRule
 	}{
-		{"no gaps", nil, false, "Who is T?"},
-		{"one gap", []data.GapItem{g("Paris", "population", "d")}, false, "Who is T? Paris population"},
-		{"target only", []data.GapItem{g("Paris", "", "d")}, false, "Who is T? Paris"},
-		{"slot only", []data.GapItem{g("", "population", "d")}, false, "Who is T? population"},
-		{"description when target and slot are empty", []data.GapItem{g(" ", "", "How many people live there")}, false, "Who is T? How many people live there"},
-		{"first three gaps", []data.GapItem{g("A", "a", ""), g("B", "b", ""), g("C", "c", ""), g("D", "d", "")}, false, "Who is T? A a B b C c"},
-		{"empty items skipped but counted among the three", []data.GapItem{g("A", "a", ""), g("", "", ""), g("C", "c", ""), g("D", "d", "")}, false, "Who is T? A a C c"},
-		{"first gap only", []data.GapItem{g("A", "a", ""), g("B", "b", "")}, true, "Who is T? A a"},
-		{"first valid gap only", []data.GapItem{g("", "", ""), g("", "", "the B"), g("C", "c", "")}, true, "Who is T? the B"},
-		{"first gap only without gaps", nil, true, "Who is T?"},
-		{"line breaks become spaces", []data.GapItem{g("New\nYork", "mayor", "")}, false, "Who is T? New York mayor"},
+		{"no gaps", nil, false, "Who is T?", QueryDistill},
+		{"one gap", []data.GapItem{g("Paris", "population", "d")}, false, "Who is T? Paris population", QueryDistill},
+		{"target only", []data.GapItem{g("Paris", "", "d")}, false, "Who is T? Paris", QueryDistill},
+		{"slot only", []data.GapItem{g("", "population", "d")}, false, "Who is T? population", QueryDistill},
+		{"description when target and slot are empty", []data.GapItem{g(" ", "", "How many people live there")}, false, "Who is T? How many people live there", QueryDistill},
+		{"first three gaps", []data.GapItem{g("A", "a", ""), g("B", "b", ""), g("C", "c", ""), g("D", "d", "")}, false, "Who is T? A a B b C c", QueryDistill},
+		{"empty items skipped but counted among the three", []data.GapItem{g("A", "a", ""), g("", "", ""), g("C", "c", ""), g("D", "d", "")}, false, "Who is T? A a C c", QueryDistill},
+		{"first gap only", []data.GapItem{g("A", "a", ""), g("B", "b", "")}, true, "Who is T? A a", QueryDistill},
+		{"first valid gap only", []data.GapItem{g("", "", ""), g("", "", "the B"), g("C", "c", "")}, true, "Who is T? the B", QueryDistill},
+		{"first gap only without gaps", nil, true, "Who is T?", QueryDistill},
+		{"line breaks become spaces", []data.GapItem{g("New\nYork", "mayor", "")}, false, "Who is T? New York mayor", QueryDistill},
+		// The authors' rule (docs/reference.md): target and slot only when
+		// both are set, else the description, else nothing; the first item
+		// alone, whatever it adds, for TriviaQA.
+		{"reference: no gaps", nil, false, "Who is T?", QueryReference},
+		{"reference: target and slot", []data.GapItem{g("Paris", "population", "d")}, false, "Who is T? Paris population", QueryReference},
+		{"reference: target only, the description", []data.GapItem{g("Paris", "", "its size")}, false, "Who is T? its size", QueryReference},
+		{"reference: slot only, the description", []data.GapItem{g("", "population", "of Paris")}, false, "Who is T? of Paris", QueryReference},
+		{"reference: target only, no description, nothing", []data.GapItem{g("Paris", "", "")}, false, "Who is T?", QueryReference},
+		{"reference: first three", []data.GapItem{g("A", "a", ""), g("B", "", "b"), g("", "", ""), g("D", "d", "")}, false, "Who is T? A a b", QueryReference},
+		{"reference: the first item alone, though it adds nothing", []data.GapItem{g("", "", ""), g("B", "b", "")}, true, "Who is T?", QueryReference},
+		{"reference: the first item alone", []data.GapItem{g("A", "a", ""), g("B", "b", "")}, true, "Who is T? A a", QueryReference},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := BuildQuery(testQuestion.Text, tt.gaps, tt.firstGap, QueryDistill); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestBuildQueryReference holds the authors' rule (docs/reference.md):
-// target and slot only when both are set, else the description, else
-// nothing; the first item alone, whatever it adds, for TriviaQA.
-func TestBuildQueryReference(t *testing.T) {
-	g := func(target, slot, desc string) data.GapItem {
-		return data.GapItem{Category: data.CategoryAttribute, Target: target, Slot: slot, Description: desc}
-	}
-	tests := []struct {
-		name     string
-		gaps     []data.GapItem
-		firstGap bool
-		want     string
-	}{
-		{"no gaps", nil, false, "Who is T?"},
-		{"target and slot", []data.GapItem{g("Paris", "population", "d")}, false, "Who is T? Paris population"},
-		{"target only: the description", []data.GapItem{g("Paris", "", "its size")}, false, "Who is T? its size"},
-		{"slot only: the description", []data.GapItem{g("", "population", "of Paris")}, false, "Who is T? of Paris"},
-		{"target only, no description: nothing", []data.GapItem{g("Paris", "", "")}, false, "Who is T?"},
-		{"first three", []data.GapItem{g("A", "a", ""), g("B", "", "b"), g("", "", ""), g("D", "d", "")}, false, "Who is T? A a b"},
-		{"the first item alone, though it adds nothing", []data.GapItem{g("", "", ""), g("B", "b", "")}, true, "Who is T?"},
-		{"the first item alone", []data.GapItem{g("A", "a", ""), g("B", "b", "")}, true, "Who is T? A a"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := BuildQuery(testQuestion.Text, tt.gaps, tt.firstGap, QueryReference); got != tt.want {
+			if got := BuildQuery(testQuestion.Text, tt.gaps, tt.firstGap, tt.rule); got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
