@@ -102,6 +102,8 @@ type questionConfig struct {
 	dataset string
 	// externalCorpus: the corpus is not the records' context paragraphs.
 	externalCorpus bool
+	// valueOnly: WithTriviaQAValueOnly.
+	valueOnly bool
 }
 
 // WithDataset sets the Dataset of every question read, instead of the
@@ -124,6 +126,13 @@ func WithExternalCorpus() QuestionOption {
 	return func(c *questionConfig) { c.externalCorpus = true }
 }
 
+// WithTriviaQAValueOnly keeps a TriviaQA question's NormalizedValue as its
+// only gold answer, as the authors' code scores TriviaQA, instead of the
+// value and every alias. It applies to TriviaQA's original layout.
+func WithTriviaQAValueOnly() QuestionOption {
+	return func(c *questionConfig) { c.valueOnly = true }
+}
+
 // QuestionReader streams the questions of a dataset file.
 //
 // Contract, shared by every format and by CorpusReader:
@@ -143,6 +152,7 @@ type QuestionReader struct {
 	// external: WithExternalCorpus; original: a TriviaQA file in its
 	// original layout.
 	external, original bool
+	valueOnly          bool
 	stream             *recordStream
 	stats              ReadStats
 	// last is the position of the record Next returned last, for callers
@@ -159,12 +169,15 @@ func OpenQuestions(path string, format QuestionFormat, opts ...QuestionOption) (
 	for _, o := range opts {
 		o(&cfg)
 	}
-	r := &QuestionReader{path: path, format: format, dataset: cfg.dataset, external: cfg.externalCorpus}
+	r := &QuestionReader{path: path, format: format, dataset: cfg.dataset, external: cfg.externalCorpus, valueOnly: cfg.valueOnly}
 	var err error
 	if format == QuestionsTriviaQA {
 		if r.original, err = isTriviaQAOriginal(path); err != nil {
 			return nil, err
 		}
+	}
+	if r.valueOnly && !r.original {
+		return nil, fmt.Errorf("open questions %s: only TriviaQA's original layout has a NormalizedValue to keep as the one answer", path)
 	}
 	if r.original {
 		r.stream, err = openMemberList(path, "Data", triviaTopLevel)

@@ -690,3 +690,23 @@ func FuzzFlashRAGQuestions(f *testing.F) {
 func FuzzTriviaQA(f *testing.F) {
 	fuzzQuestions(f, QuestionsTriviaQA, "triviaqa.json", "triviaqa_bad.json", "triviaqa_flashrag.jsonl")
 }
+
+// TestTriviaQAValueOnly keeps the normalized value as the one gold answer,
+// as the authors' code scores TriviaQA; only the original layout has it.
+func TestTriviaQAValueOnly(t *testing.T) {
+	r, err := OpenQuestions("testdata/triviaqa.json", QuestionsTriviaQA, WithTriviaQAValueOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var got [][]string
+	for _, ex := range readAll[Example](t, r) {
+		got = append(got, ex.Question.Answers)
+	}
+	if want := [][]string{{"sunset boulevard"}, {"7"}}; !slices.EqualFunc(got, want, slices.Equal[[]string]) {
+		t.Errorf("answers %q, want %q", got, want)
+	}
+	if _, err := OpenQuestions("testdata/triviaqa_flashrag.jsonl", QuestionsTriviaQA, WithTriviaQAValueOnly()); err == nil {
+		t.Error("FlashRAG's layout with the value only: no error")
+	}
+}

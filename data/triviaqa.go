@@ -95,5 +95,11 @@ func (r *QuestionReader) trivia(rec rawRecord) (Example, error) {
 	if len(q.Answers) == 0 || strings.TrimSpace(a.Value) == "" {
 		return Example{}, missing(r.path, rec, "Answer.Value")
 	}
+	if r.valueOnly {
+		if strings.TrimSpace(a.NormalizedValue) == "" {
+			return Example{}, missing(r.path, rec, "Answer.NormalizedValue")
+		}
+		q.Answers = []string{a.NormalizedValue}
+	}
 	return Example{Question: q}, nil
 }

@@ -67,6 +67,7 @@ instead of a file.`,
 			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
 			&cli.StringFlag{Name: "dataset", Usage: "import a bundled dataset instead of --in: " + datasetSample},
 			&cli.StringFlag{Name: "name", Usage: "dataset name recorded with each question (default: the format's dataset)"},
+			&cli.BoolFlag{Name: "triviaqa-value-only", Usage: "TriviaQA (original layout): the normalized value as the one gold answer, as the authors' code scores it, not every alias"},
 			&cli.StringFlag{Name: "id-prefix", Usage: "put `PREFIX` before every passage id (2wiki_ names 2Wiki's passages as the authors' code does)"},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
@@ -105,7 +106,7 @@ instead of a file.`,
 			opts := dataset.ImportOptions{
 				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
 				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c), Overwrite: c.Bool("overwrite"),
-				IDPrefix: c.String("id-prefix"),
+				IDPrefix: c.String("id-prefix"), TriviaQAValueOnly: c.Bool("triviaqa-value-only"),
 			}
 			if opts.Corpus != "" {
 				if opts.CorpusFormat, err = corpusFormat(opts.Corpus, c.String("corpus-format")); err != nil {

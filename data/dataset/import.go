@@ -45,6 +45,9 @@ type ImportOptions struct {
 	SkipBad bool
 	// Dataset overrides the Dataset of the questions (see data.WithDataset).
 	Dataset string
+	// TriviaQAValueOnly keeps a TriviaQA question's NormalizedValue as
+	// its only gold answer (data.WithTriviaQAValueOnly).
+	TriviaQAValueOnly bool
 	// IDPrefix is put before every passage id ("2wiki_", as the authors'
 	// code names 2WikiMultiHopQA's passages).
 	IDPrefix string
@@ -159,6 +162,9 @@ func (im *importer) run(ctx context.Context) error {
 	qopts := []data.QuestionOption{data.WithDataset(o.Dataset)}
 	if o.Corpus != "" {
 		qopts = append(qopts, data.WithExternalCorpus())
+	}
+	if o.TriviaQAValueOnly {
+		qopts = append(qopts, data.WithTriviaQAValueOnly())
 	}
 	qr, err := data.OpenQuestions(o.In, o.Format, qopts...)
 	if err != nil {
