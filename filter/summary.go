@@ -1,14 +1,13 @@
 package filter
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/distill-rag/distill/internal/stage"
 )
 
 // Summary is the content of filter.json: what Run read, with which
@@ -394,14 +393,4 @@ func plural(n int, noun string) string {
 }
 
 // ReadSummary reads the filter.json that Run wrote in dir.
-func ReadSummary(dir string) (Summary, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
-	if err != nil {
-		return Summary{}, fmt.Errorf("filter: %w", err)
-	}
-	var s Summary
-	if err := json.Unmarshal(b, &s); err != nil {
-		return Summary{}, fmt.Errorf("filter: %s: %w", filepath.Join(dir, SummaryFile), err)
-	}
-	return s, nil
-}
+func ReadSummary(dir string) (Summary, error) { return stage.ReadReport[Summary](dir, SummaryFile) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/stage"
 )
 
 // RecordFile is the record a finished stage leaves in its directory.
@@ -78,7 +77,7 @@ func Run(ctx context.Context, root string, stages []Stage, opts Options) ([]Step
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	reran := map[string]bool{} // stages that run (or would run) in this call
+	reran := map[string]bool{}      // stages that run (or would run) in this call
 	unfinished := map[string]bool{} // stages left out that have not finished
 	dirs := map[string]string{}
 	for _, st := range stages {
@@ -226,10 +225,10 @@ func execute(ctx context.Context, root string, st Stage, key string, resume bool
 	}
 	secs := time.Since(start).Seconds()
 	rec := Record{Stage: st.Name, Key: key, Command: st.CommandLine(), FinishedAt: time.Now().UTC(), Seconds: secs}
-	if err := writeJSON(filepath.Join(st.Dir, RecordFile), rec); err != nil {
-		return secs, err
+	if err := stage.WriteReport(st.Dir, RecordFile, rec); err != nil {
+		return secs, fmt.Errorf("pipeline: %w", err)
 	}
-	if err := os.Remove(markerPath(root, st.Name)); err != nil {
+	if err := os.Remove(filepath.Join(markerDir(root), markerName(st.Name))); err != nil {
 		return secs, fmt.Errorf("pipeline: %w", err)
 	}
 	return secs, nil
@@ -297,49 +296,38 @@ func fingerprint(h interface{ Write([]byte) (int, error) }, path string) error {
 
 // ReadRecord reads the record of the finished stage in dir; ok is false
 // when the stage has not finished.
-func ReadRecord(dir string) (r Record, ok bool, err error) {
-	ok, err = readJSON(filepath.Join(dir, RecordFile), &r)
-	return r, ok, err
+func ReadRecord(dir string) (Record, bool, error) {
+	return readJSON[Record](dir, RecordFile)
 }
 
-func markerPath(root, name string) string {
-	return filepath.Join(root, ".pipeline", strings.ReplaceAll(name, ":", "-")+".json")
-}
+// markerDir holds the keys of the stages that started and have not
+// finished.
+func markerDir(root string) string { return filepath.Join(root, ".pipeline") }
+
+func markerName(name string) string { return strings.ReplaceAll(name, ":", "-") + ".json" }
+
+type marker struct{ Key string }
 
 func readMarker(root, name string) (string, bool, error) {
-	var m struct{ Key string }
-	ok, err := readJSON(markerPath(root, name), &m)
+	m, ok, err := readJSON[marker](markerDir(root), markerName(name))
 	return m.Key, ok, err
 }
 
 func writeMarker(root, name, key string) error {
-	if err := os.MkdirAll(filepath.Join(root, ".pipeline"), 0o755); err != nil {
+	if err := os.MkdirAll(markerDir(root), 0o755); err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
-	return writeJSON(markerPath(root, name), struct{ Key string }{key})
+	return stage.WriteReport(markerDir(root), markerName(name), marker{key})
 }
 
-func readJSON(path string, v any) (bool, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+// readJSON reads the JSON file name in dir; ok is false when there is none.
+func readJSON[T any](dir, name string) (v T, ok bool, err error) {
+	v, err = stage.ReadReport[T](dir, name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return v, false, nil
+	case err != nil:
+		return v, false, fmt.Errorf("pipeline: %w", err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("pipeline: %w", err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return false, fmt.Errorf("pipeline: %s: %w", path, err)
-	}
-	return true, nil
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Errorf("pipeline: %w", err)
-	}
-	if err := data.WriteFileAtomic(path, append(b, '\n')); err != nil {
-		return fmt.Errorf("pipeline: %w", err)
-	}
-	return nil
+	return v, true, nil
 }

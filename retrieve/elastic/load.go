@@ -19,6 +19,7 @@ import (
 	"github.com/elastic/go-elasticsearch/v8/esapi"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/llm/httperr"
 	"github.com/distill-rag/distill/retrieve"
 )
@@ -138,12 +139,11 @@ func (o LoadOptions) withDefaults() (LoadOptions, error) {
 	if o.K1 < 0 || o.B < 0 || o.B > 1 || math.IsNaN(o.K1) || math.IsNaN(o.B) || math.IsInf(o.K1, 0) {
 		return o, fmt.Errorf("bm25 parameters k1=%g b=%g: want k1 >= 0 and 0 <= b <= 1", o.K1, o.B)
 	}
-	if o.Stemmer == "" {
-		o.Stemmer = StemmerPorter2
+	st, err := analysis.ParseStemmer(o.Stemmer)
+	if err != nil {
+		return o, err
 	}
-	if o.Stemmer != StemmerPorter2 && o.Stemmer != StemmerPorter {
-		return o, fmt.Errorf("stemmer %q: want %q or %q", o.Stemmer, StemmerPorter2, StemmerPorter)
-	}
+	o.Stemmer = string(st)
 	if o.Engine == "" {
 		o.Engine = EngineFaiss
 	}
