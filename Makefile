@@ -8,7 +8,7 @@ COMMIT ?= $(shell git rev-parse --verify --quiet HEAD 2>/dev/null)
 BUILD_TIME ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildTime=$(BUILD_TIME)
 
-.PHONY: demo experiment model-roles all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards bench bench-scale bench-scale-dense lint install clean
+.PHONY: demo experiment model-roles all build test e2e-slow fakes models e2e e2e-models e2e-train e2e-opensearch e2e-browser e2e-shards e2e-peers peers bench bench-scale bench-scale-dense bench-peers lint install clean
 
 all: build
 
@@ -50,7 +50,7 @@ models:
 # after make test). e2e-models runs the chain against SmolLM2 and E5 served
 # on loopback (see scripts/local-models) and writes the figures it measured
 # to bin/e2e-models.md; 12 questions, DISTILL_E2E_QUESTIONS=N runs N.
-e2e: e2e-slow e2e-shards e2e-models e2e-train e2e-opensearch e2e-browser
+e2e: e2e-slow e2e-shards e2e-models e2e-train e2e-opensearch e2e-browser e2e-peers
 
 e2e-models: models
 	@mkdir -p bin
@@ -135,6 +135,40 @@ bench-scale:
 DENSE_ROWS ?= 5000000
 bench-scale-dense:
 	DISTILL_DENSE_SCALE=$(DENSE_ROWS) DISTILL_SCALE_DIR=$(SCALE_DIR) $(GO) test -run TestScaleTable -count=1 -v -timeout 180m ./retrieve/dense/
+
+# bench-peers holds distill's retrieval against the engines a user would
+# pick instead, on the same corpora and queries in one run (retrieve/peers):
+# BM25 against Pyserini (Anserini's Lucene; needs Java 21 or newer, found
+# under /usr/lib/jvm or in PEERS_JAVA_HOME), PISA, bm25s and tantivy on
+# generated corpora of PEERS_SIZES passages and the shared datasets' slices;
+# then the dense index against FAISS on PEERS_DENSE_ROWS x 384 generated
+# vectors (retrieve/dense/peers_test.go). It prints the tables and writes
+# the figures to bin/bench-peers.json. `make peers` installs the peers into
+# .cache/peers (PyPI; nothing of theirs is committed). At the default sizes
+# it takes about an hour on 2 cores and 20 GB under SCALE_DIR.
+PEERS_SIZES ?= 1000000,5000000
+PEERS_DENSE_ROWS ?= 1000000
+PEERS_PYTHON = $(CURDIR)/.cache/peers/venv/bin/python
+peers: .cache/peers/stamp
+.cache/peers/stamp:
+	python3 -m venv .cache/peers/venv
+	.cache/peers/venv/bin/pip install -q bm25s==0.3.16 PyStemmer==3.1.0 tantivy==0.27.0 faiss-cpu==1.15.1 \
+		pyjnius==1.9.0 pyterrier-pisa==0.4.9
+	# pyserini's own dependencies (torch, ...) are not needed to run Anserini's searcher.
+	.cache/peers/venv/bin/pip install -q --no-deps pyserini==1.6.0
+	touch $@
+bench-peers: peers
+	@mkdir -p bin
+	$(GO) run ./retrieve/peers -sizes $(PEERS_SIZES) -python $(PEERS_PYTHON) -dir $(SCALE_DIR) -json bin/bench-peers.json
+	DISTILL_PEERS_JSON=$(CURDIR)/bin/bench-peers.json DISTILL_PEERS_PYTHON=$(PEERS_PYTHON) DISTILL_PEERS_DENSE_ROWS=$(PEERS_DENSE_ROWS) \
+		DISTILL_SCALE_DIR=$(SCALE_DIR) $(GO) test -run TestPeersDense -count=1 -v -timeout 120m ./retrieve/dense/
+	$(GO) run ./retrieve/peers -print bin/bench-peers.json
+
+# e2e-peers runs the peers on the shared datasets' slices: every engine
+# builds and searches, and distill with --lucene-norms --stemmer porter
+# agrees with Pyserini on at least 0.99 of the top 10 (retrieve/peers).
+e2e-peers: peers
+	DISTILL_PEERS_PYTHON=$(PEERS_PYTHON) $(GO) test -tags e2e -run TestPeersShared -count=1 -v -timeout 20m ./retrieve/peers/
 
 lint:
 	@unformatted=$$(gofmt -l .); \
