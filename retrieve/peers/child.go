@@ -45,6 +45,7 @@ func runChild(phase string, a childArgs) error {
 	if err != nil {
 		return err
 	}
+	out.PeakRSS = peakRSS()
 	return json.NewEncoder(os.Stdout).Encode(out)
 }
 
@@ -76,7 +77,9 @@ func buildDistill(a childArgs) (engineOut, error) {
 
 // searchDistill times the queries as peers.py does: one at a time (a
 // warm-up pass, then two timed passes, each query keeping its faster wall
-// time), then the batch over both cores for two seconds at least.
+// time), then the batch over both cores for two seconds at least. Hits
+// come with ids, titles and scores (TitlesOnly), not the passages: the
+// peers but Pyserini return ids alone.
 func searchDistill(a childArgs) (engineOut, error) {
 	ctx := context.Background()
 	queries, err := readQueries(a.queries)
@@ -96,7 +99,7 @@ func searchDistill(a childArgs) (engineOut, error) {
 		t0 := time.Now()
 		for i, q := range queries {
 			t := time.Now()
-			hits, err := x.Search(ctx, retrieve.Query{Text: q.Text, K: 10})
+			hits, err := x.Search(ctx, retrieve.Query{Text: q.Text, K: 10, TitlesOnly: true})
 			if err != nil {
 				return out, err
 			}
@@ -129,7 +132,7 @@ func searchDistill(a childArgs) (engineOut, error) {
 	}
 	t, done := time.Now(), 0
 	for done == 0 || time.Since(t) < 2*time.Second {
-		err := retrieve.SearchBatch(ctx, x, queries, retrieve.BatchOptions{K: 10, Workers: runtime.GOMAXPROCS(0)},
+		err := retrieve.SearchBatch(ctx, x, queries, retrieve.BatchOptions{K: 10, Workers: runtime.GOMAXPROCS(0), TitlesOnly: true},
 			func(retrieve.BatchResult) error { return nil })
 		if err != nil {
 			return out, err

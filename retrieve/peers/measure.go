@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -60,6 +58,8 @@ type engineOut struct {
 	QPSSingle float64        `json:"qps_single"`
 	QPSBatch  float64        `json:"qps_batch"`
 	Times     []float64      `json:"times"`
+	// PeakRSS is the child's peak resident memory (VmHWM) in bytes.
+	PeakRSS int64 `json:"peak_rss_bytes"`
 }
 
 func measure(c config, exe string) error {
@@ -146,20 +146,19 @@ func measureEngine(c config, exe, engine, dir string, r *Row) ([]ranked, error) 
 		search = exec.Command(c.python, c.script, "search", engine, index, queriesPath, resultsPath)
 	}
 	var b, s engineOut
-	rss, err := runChildProcess(build, &b)
-	if err != nil {
+	if err := runChildProcess(build, &b); err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
-	r.BuildS, r.PeakRSSMB, r.Settings = b.BuildS, mb(rss), b.Settings
+	r.BuildS, r.PeakRSSMB, r.Settings = b.BuildS, mb(b.PeakRSS), b.Settings
 	size, err := dirSize(index)
 	if err != nil {
 		return nil, err
 	}
 	r.IndexMB = mb(size)
-	if rss, err = runChildProcess(search, &s); err != nil {
+	if err := runChildProcess(search, &s); err != nil {
 		return nil, fmt.Errorf("search: %w", err)
 	}
-	r.SearchRSSMB, r.QPSSingle, r.QPSBatch = mb(rss), s.QPSSingle, s.QPSBatch
+	r.SearchRSSMB, r.QPSSingle, r.QPSBatch = mb(s.PeakRSS), s.QPSSingle, s.QPSBatch
 	sorted := slices.Clone(s.Times)
 	slices.Sort(sorted)
 	if len(sorted) > 0 {
@@ -168,25 +167,39 @@ func measureEngine(c config, exe, engine, dir string, r *Row) ([]ranked, error) 
 	return readResults(resultsPath)
 }
 
-// runChildProcess runs cmd, decodes the last line of its output into out,
-// and returns its peak resident memory (with its children's) in bytes.
-func runChildProcess(cmd *exec.Cmd, out any) (int64, error) {
+// runChildProcess runs cmd and decodes the last line of its output into
+// out. Each child reports its own peak resident memory: the kernel's
+// figure for a child process (rusage) starts from what this process held
+// when it started the child.
+func runChildProcess(cmd *exec.Cmd, out any) error {
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	cmd.Env = append(os.Environ(), "JAVA_HOME="+javaHome())
 	stdout, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w: %s", filepath.Base(cmd.Args[0]), err, lastLines(stderr.String(), 3))
+		return fmt.Errorf("%s: %w: %s", filepath.Base(cmd.Args[0]), err, lastLines(stderr.String(), 3))
 	}
 	lines := strings.Split(strings.TrimSpace(string(stdout)), "\n")
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), out); err != nil {
-		return 0, fmt.Errorf("%s printed no figures: %w: %s", filepath.Base(cmd.Args[0]), err, lastLines(stderr.String(), 3))
+		return fmt.Errorf("%s printed no figures: %w: %s", filepath.Base(cmd.Args[0]), err, lastLines(stderr.String(), 3))
 	}
-	ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	if !ok {
-		return 0, errors.New("no resource usage from the child process")
+	return nil
+}
+
+// peakRSS is this process's peak resident memory (VmHWM) in bytes, 0
+// where it cannot tell.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
 	}
-	return ru.Maxrss * 1024, nil // kilobytes on Linux
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // javaHome is the Java that runs Anserini (Java 21 or newer): JAVA_HOME

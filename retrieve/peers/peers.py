@@ -9,8 +9,8 @@ phase, so that each process's peak resident memory is its engine's own:
 
 CORPUS.jsonl holds {"id", "title", "text"} per line; every engine indexes
 title + " " + text as one field, as distill does. QUERIES.tsv holds
-"qid<TAB>text" per line. build prints {"build_s", "settings"}; search prints
-{"open_s", "qps_single", "qps_batch", "times"} (seconds per query, one at a
+"qid<TAB>text" per line. build prints {"build_s", "settings", "peak_rss_bytes"}; search prints
+{"open_s", "qps_single", "qps_batch", "times", "peak_rss_bytes"} (seconds per query, one at a
 time on one thread, the faster of two passes after a warm-up pass) and
 writes "qid<TAB>id id ...<TAB>score score ..." (the top 10) per query to
 RESULTS.tsv. dense
@@ -347,6 +347,16 @@ def dense(vectors, queries, dim, nlist, nprobes, prefix):
     return rows
 
 
+def peak_rss_bytes():
+    """The process's peak resident memory (VmHWM): its own, unlike
+    getrusage's, which counts what the parent held when it forked this one."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
 def main(argv):
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -360,6 +370,8 @@ def main(argv):
         out = dense(argv[2], argv[3], int(argv[4]), int(argv[5]), [int(x) for x in argv[6].split(",")], argv[7])
     else:
         raise SystemExit(__doc__)
+    if isinstance(out, dict):
+        out["peak_rss_bytes"] = peak_rss_bytes()
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 
