@@ -107,12 +107,23 @@ type Hyperparameters struct {
 	// whole chat-templated text, over-length examples cut at MaxLength, as
 	// the authors' code trains (the local and slurm trainers only).
 	Loss string `json:"loss,omitempty"`
+	// TargetJSON is how the verdict a training example teaches is written:
+	// TargetCompact ("" too, judge.VerdictJSON) or TargetSpaced (a space
+	// after every ',' and ':', judge.VerdictJSONSpaced), as the authors'
+	// code writes it.
+	TargetJSON string `json:"target_json,omitempty"`
 }
 
 // The losses of Hyperparameters.Loss.
 const (
 	LossCompletion = "completion"
 	LossFull       = "full"
+)
+
+// The ways of writing a training target of Hyperparameters.TargetJSON.
+const (
+	TargetCompact = "compact"
+	TargetSpaced  = "spaced"
 )
 
 // The precisions of Hyperparameters.Precision.

@@ -44,14 +44,19 @@ type Example struct {
 	Sufficient bool      `parquet:"sufficient" json:"sufficient"`
 }
 
-// NewExample returns the training example of a filtered label.
-func NewExample(l data.Label) Example {
+// NewExample returns the training example of a filtered label; target
+// is Hyperparameters.TargetJSON.
+func NewExample(l data.Label, target string) Example {
 	p := judge.Prompt(l.Question, l.Context)
+	verdict := judge.VerdictJSON(l.Verdict())
+	if target == TargetSpaced {
+		verdict = judge.VerdictJSONSpaced(l.Verdict())
+	}
 	return Example{
 		Messages: []Message{
 			{Role: "system", Content: p.System},
 			{Role: "user", Content: p.User},
-			{Role: "assistant", Content: judge.VerdictJSON(l.Verdict())},
+			{Role: "assistant", Content: verdict},
 		},
 		QuestionID: l.QuestionID, Round: l.Round, Sufficient: l.Sufficient,
 	}
@@ -70,6 +75,9 @@ type ExportOptions struct {
 	// Tokenizer names the model whose tokenizer counts tokens
 	// (llm.CountTokens; an estimate for models tiktoken does not know).
 	Tokenizer string
+	// TargetJSON is Hyperparameters.TargetJSON: how the verdicts are
+	// written ("" or TargetCompact, TargetSpaced).
+	TargetJSON string
 }
 
 // SplitSummary describes the examples of one split.
@@ -204,7 +212,7 @@ func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.
 				batch = batch[:0]
 				return err
 			}
-			err := eachExample(ctx, in, func(e Example) error {
+			err := eachExample(ctx, in, opts.TargetJSON, func(e Example) error {
 				if err := jenc.Encode(struct {
 					Messages []Message `json:"messages"`
 				}{e.Messages}); err != nil {
@@ -240,7 +248,7 @@ func exportSplit(ctx context.Context, in, base string, opts ExportOptions, h io.
 
 // eachExample calls fn with the example of each label of a filtered labels
 // file, checking that every label is a usable one.
-func eachExample(ctx context.Context, path string, fn func(Example) error) error {
+func eachExample(ctx context.Context, path, target string, fn func(Example) error) error {
 	err := data.EachRow(ctx, path, data.KindLabels, func(rows []data.Label) error {
 		for _, l := range rows {
 			switch {
@@ -249,7 +257,7 @@ func eachExample(ctx context.Context, path string, fn func(Example) error) error
 			case l.Failure != "":
 				return fmt.Errorf("%s: state %s round %d has no usable label: give the output of distill filter", path, l.QuestionID, l.Round)
 			}
-			if err := fn(NewExample(l)); err != nil {
+			if err := fn(NewExample(l, target)); err != nil {
 				return err
 			}
 		}

@@ -195,7 +195,7 @@ func export(ctx context.Context, out string, opts RunOptions) (Job, error) {
 			return job, err
 		}
 	}
-	sum, err := Export(ctx, ExportOptions{Train: train, Val: val, Dir: out, MaxLength: job.Hyper.MaxLength, Tokenizer: opts.Tokenizer})
+	sum, err := Export(ctx, ExportOptions{Train: train, Val: val, Dir: out, MaxLength: job.Hyper.MaxLength, Tokenizer: opts.Tokenizer, TargetJSON: job.Hyper.TargetJSON})
 	if err != nil {
 		return job, err
 	}

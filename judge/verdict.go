@@ -96,3 +96,29 @@ func VerdictJSON(v data.Verdict) string {
 	}
 	return strings.TrimSuffix(b.String(), "\n")
 }
+
+// VerdictJSONSpaced is VerdictJSON with a space after every ',' and ':'
+// between members and items, as Python's json.dumps writes by default:
+// the authors' training targets. ParseVerdict reads it as it reads
+// VerdictJSON.
+func VerdictJSONSpaced(v data.Verdict) string {
+	compact := VerdictJSON(v)
+	var b strings.Builder
+	b.Grow(len(compact) + 16)
+	inString, escaped := false, false
+	for i := 0; i < len(compact); i++ {
+		c := compact[i]
+		b.WriteByte(c)
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ',' || c == ':'):
+			b.WriteByte(' ')
+		}
+	}
+	return b.String()
+}

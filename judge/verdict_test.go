@@ -3,6 +3,7 @@ package judge
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -117,6 +118,32 @@ func TestVerdictJSON(t *testing.T) {
 		back, err := ParseVerdict([]byte(got))
 		if err != nil || back.Sufficient != tt.v.Sufficient || (!back.Sufficient && len(back.GapItems) != len(tt.v.GapItems)) {
 			t.Errorf("ParseVerdict(%s) = %+v, %v", got, back, err)
+		}
+	}
+}
+
+// TestVerdictJSONSpaced writes Python's json.dumps separators between
+// members and items, never inside strings, and reads back as VerdictJSON.
+func TestVerdictJSONSpaced(t *testing.T) {
+	tests := []struct {
+		v    data.Verdict
+		want string
+	}{
+		{data.Verdict{Sufficient: true}, `{"sufficient": true, "gap_items": []}`},
+		{data.Verdict{GapItems: []data.GapItem{
+			{Category: "attribute", Target: "Paris, Texas", Slot: "time:zone", Description: `say "a,b": \ c`},
+			{Category: "bridge_entity", Target: "B"},
+		}}, `{"sufficient": false, "gap_items": [{"category": "attribute", "target": "Paris, Texas", "slot": "time:zone", "description": "say \"a,b\": \\ c"}, {"category": "bridge_entity", "target": "B", "slot": "", "description": ""}]}`},
+	}
+	for _, tt := range tests {
+		got := VerdictJSONSpaced(tt.v)
+		if got != tt.want {
+			t.Errorf("VerdictJSONSpaced(%+v) =\n%s\nwant\n%s", tt.v, got, tt.want)
+		}
+		back, err := ParseVerdict([]byte(got))
+		compact, _ := ParseVerdict([]byte(VerdictJSON(tt.v)))
+		if err != nil || !reflect.DeepEqual(back, compact) {
+			t.Errorf("ParseVerdict(%s) = %+v, %v, want %+v", got, back, err, compact)
 		}
 	}
 }

@@ -55,6 +55,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "grad-accum", Value: h.GradAccum, Usage: "gradient accumulation steps"},
 		&cli.IntFlag{Name: "max-length", Value: h.MaxLength, Usage: "maximum sequence length in tokens"},
 		&cli.IntFlag{Name: "seed", Value: h.Seed, Usage: "training seed"},
+		&cli.StringFlag{Name: "target-json", Value: finetune.TargetCompact, Usage: "how the verdict an example teaches is written: compact (as the judge is asked to answer) or spaced (a space after every ',' and ':', as Python's json.dumps and the authors' code write it)"},
 		&cli.StringFlag{Name: "loss", Value: finetune.LossCompletion, Usage: "what the loss covers: completion (the teacher's verdict; over-long examples left out) or full (the whole chat-templated text, over-long examples cut: the authors' training; local and slurm backends)"},
 		&cli.StringFlag{Name: "precision", Value: h.Precision, Usage: "what the trainer computes in: auto (bfloat16 where the GPU or CPU computes it natively: AMX or AVX512-BF16; float32 elsewhere), bf16 or fp32"},
 		&cli.StringSliceFlag{Name: "extra", Usage: "provider parameter passed through, `KEY=JSON` (repeatable)"},
@@ -202,6 +203,14 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 	case loss == finetune.LossFull && !lora:
 		return finetune.Job{}, usageErrorf("train: --loss %s is for the local and slurm backends' trainers", finetune.LossFull)
 	}
+	target := c.String("target-json")
+	switch target {
+	case finetune.TargetCompact:
+		target = ""
+	case finetune.TargetSpaced:
+	default:
+		return finetune.Job{}, usageErrorf("train: --target-json must be %s or %s, got %q", finetune.TargetCompact, finetune.TargetSpaced, target)
+	}
 	if !slices.Contains(finetune.Precisions(), c.String("precision")) {
 		return finetune.Job{}, usageErrorf("train: --precision must be one of %s, got %q", strings.Join(finetune.Precisions(), ", "), c.String("precision"))
 	}
@@ -266,6 +275,7 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"), MaxSteps: c.Int("max-steps"),
 			BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
 			Seed: c.Int("seed"), Precision: c.String("precision"), Loss: lossSetting(c.String("loss")),
+			TargetJSON: target,
 		},
 	}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -343,5 +344,34 @@ func TestRolloutJudgeFrom(t *testing.T) {
 	}
 	if r = runDistill(t, "--quiet", "rollout", "--limit", "3", "--judge-model", "m", "--out", "flags"); r.code != exitUsage {
 		t.Errorf("--judge-model with the lexical judge: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestTrainTargetJSON: --target-json spaced writes the verdicts of the
+// exported examples as Python's json.dumps does; another value is refused.
+func TestTrainTargetJSON(t *testing.T) {
+	t.Chdir(t.TempDir())
+	sft := offlineChain(t).SFT
+	for _, tt := range []struct{ value, want string }{{"compact", `{"sufficient":`}, {"spaced", `{"sufficient": `}} {
+		out := "exp-" + tt.value
+		r := runDistill(t, "--quiet", "train", "--in", sft, "--out", out, "--export-only", "--target-json", tt.value)
+		if r.code != 0 {
+			t.Fatalf("--target-json %s: exit %d, stderr %q", tt.value, r.code, r.stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(out, finetune.DataDir, "train.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ex struct{ Messages []finetune.Message }
+		if err := json.Unmarshal(b[:bytes.IndexByte(b, '\n')], &ex); err != nil {
+			t.Fatal(err)
+		}
+		if got := ex.Messages[len(ex.Messages)-1].Content; !strings.HasPrefix(got, tt.want) {
+			t.Errorf("--target-json %s: the target is %s, want it to start with %s", tt.value, got, tt.want)
+		}
+	}
+	r := runDistill(t, "--quiet", "train", "--in", sft, "--out", "exp-bad", "--export-only", "--target-json", "pretty")
+	if r.code != 2 || !strings.Contains(r.stderr, "--target-json must be compact or spaced") {
+		t.Errorf("--target-json pretty: exit %d, stderr %q, want 2 and the choices", r.code, r.stderr)
 	}
 }
