@@ -27,6 +27,13 @@ func WithMaxTokens(n int) Option {
 	}
 }
 
+// WithNoRepair records an unusable answer (Result.ParseError: the state
+// is then judged insufficient, with no gap items) without asking the model
+// again, as the authors' code does.
+func WithNoRepair() Option {
+	return func(j *LLM) { j.noRepair = true }
+}
+
 var (
 	_ Judge = (*LLM)(nil)
 	// llm.DecodeJSON reads a verdictReply through its UnmarshalJSON, which
@@ -48,7 +55,8 @@ var (
 //   - Decoding is greedy: temperature 0, sent to the server as such.
 //   - It asks for structured output (a strict JSON Schema) and reads the
 //     first JSON object of the answer; an unusable answer is asked again
-//     once, showing the model what was wrong (llm.DecodeJSON).
+//     once, showing the model what was wrong (llm.DecodeJSON), unless
+//     WithNoRepair.
 //   - Output that still cannot be used is not an error: Result.ParseError
 //     says why and Result.Raw holds the last answer.
 //   - An error of the Chatter (one that its retries did not cure) is
@@ -60,6 +68,7 @@ type LLM struct {
 	c         llm.Chatter
 	model     string
 	maxTokens int
+	noRepair  bool
 }
 
 // NewLLM returns a judge that asks c; model is recorded when the server
@@ -121,7 +130,7 @@ func (j *LLM) Judge(ctx context.Context, question string, c data.Context) (Resul
 	var r verdictReply
 	call, err := rolecall.DecodeJSON(ctx, j.c, rolecall.JSONCall{
 		Role: "llm judge", Model: j.model, Hash: TemplateHash,
-		Prompt: Prompt(question, c.Render()), Schema: schema, MaxTokens: j.maxTokens,
+		Prompt: Prompt(question, c.Render()), Schema: schema, MaxTokens: j.maxTokens, NoRepair: j.noRepair,
 	}, &r)
 	if err != nil {
 		return Result{}, err

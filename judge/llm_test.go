@@ -119,3 +119,36 @@ func TestSchemaCategories(t *testing.T) {
 		t.Errorf("category enum differs from data.GapCategories() (-want +got):\n%s", diff)
 	}
 }
+
+// TestLLMNoRepair: WithNoRepair (and Spec.NoRepair) records an unusable
+// answer after one request: no verdict (insufficient, no gap items) and
+// the parse error.
+func TestLLMNoRepair(t *testing.T) {
+	for _, open := range []struct {
+		name string
+		new  func(c llm.Chatter) Judge
+	}{
+		{"WithNoRepair", func(c llm.Chatter) Judge { return NewLLM(c, "judge-model", WithNoRepair()) }},
+		{"Spec.NoRepair", func(c llm.Chatter) Judge {
+			j, err := Open(Spec{Kind: "llm", Model: "judge-model", NoRepair: true}, func(string, string) (llm.Chatter, error) { return c, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}},
+	} {
+		t.Run(open.name, func(t *testing.T) {
+			s := scripted(t, `{"sufficient": "yes", "gap_items": []}`, sufficientAnswer)
+			got, err := open.new(client(t, s.URL(), "judge-model")).Judge(context.Background(), promptQuestion, promptContext())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(s.Requests()); n != 1 {
+				t.Errorf("got %d requests, want 1", n)
+			}
+			if got.ParseError == "" || got.Repaired || got.Verdict.Sufficient || len(got.Verdict.GapItems) != 0 {
+				t.Errorf("got %+v, want an insufficient verdict with no gaps and the parse error, not repaired", got)
+			}
+		})
+	}
+}

@@ -41,6 +41,9 @@ type Spec struct {
 	// with. Such a judge would be shown prompts it was not trained on, so
 	// it is refused by default (*TemplateError, *ChatTemplateError).
 	AllowTemplateMismatch bool
+	// NoRepair makes an llm judge record an unusable answer without asking
+	// again (WithNoRepair); other kinds ignore it.
+	NoRepair bool
 }
 
 // ChatterFunc makes the Chatter that an llm judge asks. The caller decides
@@ -157,7 +160,11 @@ func Open(spec Spec, chat ChatterFunc) (Judge, error) {
 		if err != nil {
 			return nil, err
 		}
-		return NewLLM(c, spec.Model), nil
+		var opts []Option
+		if spec.NoRepair {
+			opts = append(opts, WithNoRepair())
+		}
+		return NewLLM(c, spec.Model, opts...), nil
 	}
 	return linear, nil
 }

@@ -137,6 +137,16 @@ func controlEscape(c byte) string {
 // The Response is the last one received, with the usage of both calls
 // and Reasked set when there was a re-ask. Errors of c are returned as they are.
 func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, error) {
+	return decodeJSON(ctx, c, req, v, true)
+}
+
+// DecodeJSONOnce is DecodeJSON without the second request: an unusable
+// answer is a *ParseError holding it.
+func DecodeJSONOnce(ctx context.Context, c Chatter, req Request, v any) (Response, error) {
+	return decodeJSON(ctx, c, req, v, false)
+}
+
+func decodeJSON(ctx context.Context, c Chatter, req Request, v any, reask bool) (Response, error) {
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		return Response{}, fmt.Errorf("llm: DecodeJSON needs a non-nil pointer, got %T", v)
@@ -155,6 +165,9 @@ func DecodeJSON(ctx context.Context, c Chatter, req Request, v any) (Response, e
 		// item, say) of the cut answer: the reason is the cut.
 		cut := fmt.Errorf("%w (%v)", ErrCutOff, perr)
 		return resp, &ParseError{Outputs: []string{resp.Content}, Reason: cut.Error(), Err: cut}
+	}
+	if !reask {
+		return resp, &ParseError{Outputs: []string{resp.Content}, Reason: perr.Error(), Err: perr}
 	}
 
 	again := req

@@ -217,6 +217,25 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// TestDecodeJSONOnce asks once: an unusable answer is a *ParseError
+// holding it, a usable one decodes as with DecodeJSON.
+func TestDecodeJSONOnce(t *testing.T) {
+	c := &scripted{answers: []string{`{"sufficient": "yes", "gap_items": []}`, `{"sufficient": true, "gap_items": []}`}}
+	var v judgeOut
+	resp, err := DecodeJSONOnce(context.Background(), c, userRequest("judge this"), &v)
+	var pe *ParseError
+	if !errors.As(err, &pe) || len(pe.Outputs) != 1 || pe.Outputs[0] != c.answers[0] {
+		t.Fatalf("got %v, want a *ParseError holding the first answer alone", err)
+	}
+	if len(c.reqs) != 1 || resp.Reasked {
+		t.Errorf("got %d requests (Reasked %v), want 1", len(c.reqs), resp.Reasked)
+	}
+	c = &scripted{answers: []string{`{"sufficient": true, "gap_items": []}`}}
+	if _, err := DecodeJSONOnce(context.Background(), c, userRequest("judge this"), &v); err != nil || !v.Sufficient {
+		t.Errorf("a usable answer: got %+v, %v", v, err)
+	}
+}
+
 func TestDecodeJSONReaskShowsTheError(t *testing.T) {
 	c := &scripted{answers: []string{`{"sufficient": "yes", "gap_items": []}`, `{"sufficient": true, "gap_items": []}`}}
 	var v judgeOut

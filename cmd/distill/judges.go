@@ -13,7 +13,7 @@ import (
 // judgeFlagSpec is the judge that --FLAG (judge or base-judge) and its
 // model flags name.
 func judgeFlagSpec(c *cli.Context, flag string) judge.Spec {
-	return judge.Spec{Kind: c.String(flag), Model: c.String(flag + "-model"), BaseURL: c.String(flag + "-base-url")}
+	return judge.Spec{Kind: c.String(flag), Model: c.String(flag + "-model"), BaseURL: c.String(flag + "-base-url"), NoRepair: c.Bool("judge-no-repair")}
 }
 
 // judgeFromFlag is --judge-from, for the commands that run the loop.

@@ -172,6 +172,7 @@ func loopFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
 		&cli.StringFlag{Name: "query-rule", Value: rollout.QueryDistill.String(), Usage: "how gap items become the query: distill (target and slot, or whichever is set, else the description) or reference (the authors' code: target and slot only when both are set, else the description)"},
 		&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
+		&cli.BoolFlag{Name: "judge-no-repair", Usage: "an LLM judge's unusable answer counts as insufficient with no gap items at once, without asking the model again (the authors' code)"},
 	}
 }
 

@@ -71,11 +71,14 @@ type JSONCall struct {
 	Prompt      data.Prompt
 	Schema      llm.Schema
 	MaxTokens   int
+	// NoRepair records an unusable answer as it is, without asking again
+	// (llm.DecodeJSONOnce).
+	NoRepair bool
 }
 
 // DecodeJSON asks c for a greedy answer to q.Prompt in q.Schema and
 // decodes it into v with llm.DecodeJSON (which asks once more when the
-// answer is unusable). It returns the record of the call, with ParseError
+// answer is unusable, unless q.NoRepair). It returns the record of the call, with ParseError
 // set when the answer could not be decoded (v is then untouched), or the
 // role's error (Error) when the call failed.
 func DecodeJSON(ctx context.Context, c llm.Chatter, q JSONCall, v any) (data.Call, error) {
@@ -86,7 +89,11 @@ func DecodeJSON(ctx context.Context, c llm.Chatter, q JSONCall, v any) (data.Cal
 		MaxTokens:   q.MaxTokens,
 		Schema:      &s,
 	}
-	resp, err := llm.DecodeJSON(ctx, c, req, v)
+	decode := llm.DecodeJSON
+	if q.NoRepair {
+		decode = llm.DecodeJSONOnce
+	}
+	resp, err := decode(ctx, c, req, v)
 	call, err := Decoded(resp, err, q.Model, q.Hash)
 	if err != nil {
 		return data.Call{}, Error(ctx, q.Role, err)
