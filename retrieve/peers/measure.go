@@ -202,8 +202,9 @@ func peakRSS() int64 {
 	return 0
 }
 
-// javaHome is the Java that runs Anserini (Java 21 or newer): JAVA_HOME
-// when set, else the newest under /usr/lib/jvm.
+// javaHome is the Java that runs Anserini (Java 21 or newer):
+// PEERS_JAVA_HOME when set, else the first of the known Java 21+ homes under
+// /usr/lib/jvm that exists, else JAVA_HOME.
 func javaHome() string {
 	if h := os.Getenv("PEERS_JAVA_HOME"); h != "" {
 		return h
