@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distill-rag/distill/retrieve/internal/benchfile"
+
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/analysis"
 	"github.com/distill-rag/distill/retrieve"
@@ -118,7 +120,7 @@ func searchDistill(a childArgs) (engineOut, error) {
 		}
 	}
 	runtime.UnlockOSThread()
-	if err := writeFile(a.results, func(w *bufio.Writer) error {
+	if err := benchfile.Write(a.results, func(w *bufio.Writer) error {
 		for i, q := range queries {
 			scores := make([]string, len(top[i].scores))
 			for j, sc := range top[i].scores {

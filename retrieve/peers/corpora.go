@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/distill-rag/distill/retrieve/internal/benchfile"
+
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve/internal/synth"
 )
@@ -126,7 +128,7 @@ func writeFiles(dir string, src interface {
 	Next() (data.Passage, error)
 }, queries []string) (int, int, error) {
 	n := 0
-	err := writeFile(filepath.Join(dir, corpusFile), func(w *bufio.Writer) error {
+	err := benchfile.Write(filepath.Join(dir, corpusFile), func(w *bufio.Writer) error {
 		enc := json.NewEncoder(w)
 		for {
 			p, err := src.Next()
@@ -149,27 +151,11 @@ func writeFiles(dir string, src interface {
 	if err != nil {
 		return 0, 0, err
 	}
-	err = writeFile(filepath.Join(dir, queriesFile), func(w *bufio.Writer) error {
+	err = benchfile.Write(filepath.Join(dir, queriesFile), func(w *bufio.Writer) error {
 		for i, q := range queries {
 			fmt.Fprintf(w, "q%d\t%s\n", i, strings.Join(strings.Fields(q), " "))
 		}
 		return nil
 	})
 	return n, len(queries), err
-}
-
-func writeFile(path string, fill func(w *bufio.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w := bufio.NewWriterSize(f, 1<<20)
-	err = fill(w)
-	if ferr := w.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

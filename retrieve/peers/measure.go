@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/distill-rag/distill/retrieve/internal/benchfile"
 )
 
 // Row is one engine on one corpus (BM25), or one dense index at one
@@ -150,7 +152,7 @@ func measureEngine(c config, exe, engine, dir string, r *Row) ([]ranked, error) 
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	r.BuildS, r.PeakRSSMB, r.Settings = b.BuildS, mb(b.PeakRSS), b.Settings
-	size, err := dirSize(index)
+	size, err := benchfile.DirSize(index)
 	if err != nil {
 		return nil, err
 	}
@@ -340,22 +342,6 @@ func mb(b int64) float64 { return float64(b) / 1e6 }
 
 func quantile(sorted []float64, q float64) float64 {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-func dirSize(dir string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		total += info.Size()
-		return nil
-	})
-	return total, err
 }
 
 func logf(format string, args ...any) {

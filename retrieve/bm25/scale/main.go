@@ -51,6 +51,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/distill-rag/distill/retrieve/internal/benchfile"
+
 	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/retrieve/internal/synth"
@@ -155,7 +157,7 @@ func run(c config) error {
 		if err != nil {
 			return err
 		}
-		disk, err := dirSize(dir)
+		disk, err := benchfile.DirSize(dir)
 		if err != nil {
 			return err
 		}
@@ -318,22 +320,6 @@ func threadCPU() float64 {
 	return float64(ts.Nano()) / 1e9
 }
 
-func dirSize(dir string) (int64, error) {
-	var total int64
-	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		total += info.Size()
-		return nil
-	})
-	return total, err
-}
-
 // writeCorpus writes the corpus of the first size and the queries as
 // files.
 func writeCorpus(c config) error {
@@ -341,19 +327,7 @@ func writeCorpus(c config) error {
 		return err
 	}
 	write := func(name string, fill func(w *bufio.Writer) error) error {
-		f, err := os.Create(filepath.Join(c.write, name))
-		if err != nil {
-			return err
-		}
-		w := bufio.NewWriterSize(f, 1<<20)
-		err = fill(w)
-		if ferr := w.Flush(); err == nil {
-			err = ferr
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return benchfile.Write(filepath.Join(c.write, name), fill)
 	}
 	err := write("corpus.jsonl", func(w *bufio.Writer) error {
 		src := synth.NewCorpus(corpusSeed, c.sizes[0], synth.Options{Words: c.words})
