@@ -156,7 +156,7 @@ func benchAction(c *cli.Context) error {
 			Questions: slices.Concat(h.TrainQuestions, h.ValQuestions), Known: len(h.TrainQuestions)+len(h.ValQuestions) > 0}
 	}
 	opts.SetupFor = models.setup
-	opts.Usage = models.usage
+	opts.Usage = models.models.Usage
 
 	bars := newVariantBars(c)
 	opts.Progress = bars.update
@@ -352,19 +352,18 @@ func benchCompareAction(c *cli.Context) error {
 
 // benchModels builds the roles of each variant: one model client stack per
 // role, shared by every variant (one cache, one set of limits), with a
-// Meter per variant and role so that each variant's usage is its own.
+// Meter per variant and role so that each variant's usage is its own
+// (llm.Dialer, a group per variant).
 type benchModels struct {
 	c         *cli.Context
 	retriever rollout.Retriever
-	prices    map[string]llm.Price
+	models    *llm.Dialer
 	// judge and base are the resolved specs of --judge (or --judge-from)
 	// and --base-judge, opened once per variant, with the other roles.
 	judge, base judge.Spec
 	roles       rollout.RoleSpecs
 
 	mu     sync.Mutex
-	inner  map[string]llm.Chatter
-	meters map[string][]*llm.Meter
 	setups map[string]eval.Setup
 }
 
@@ -373,8 +372,7 @@ func newBenchModels(c *cli.Context, retriever rollout.Retriever) (*benchModels, 
 	if err != nil {
 		return nil, err
 	}
-	m := &benchModels{c: c, retriever: retriever, prices: prices, inner: map[string]llm.Chatter{},
-		meters: map[string][]*llm.Meter{}, setups: map[string]eval.Setup{}}
+	m := &benchModels{c: c, retriever: retriever, models: newDialer(c, prices), setups: map[string]eval.Setup{}}
 	if m.judge, err = benchJudgeSpec(c, "judge"); err != nil {
 		return nil, err
 	}
@@ -407,32 +405,11 @@ func benchJudgeSpec(c *cli.Context, flag string) (judge.Spec, error) {
 	return r, nil
 }
 
-// chatter returns a variant's Chatter for one role: the role's shared
-// stack, accounted for the variant.
-func (m *benchModels) chatter(variant, role, model, baseURL string) (llm.Chatter, error) {
-	key := role + "\x00" + model + "\x00" + baseURL
-	inner, ok := m.inner[key]
-	if !ok {
-		client, err := newModelClient(m.c, role, model, baseURL)
-		if err != nil {
-			return nil, err
-		}
-		inner, err = llm.StackInner(client, stackOptions(m.c))
-		if err != nil {
-			return nil, fmt.Errorf("bench: %s model: %w", role, err)
-		}
-		m.inner[key] = inner
-	}
-	meter := llm.Account(inner, llm.AccountOptions{Role: role, Model: model, Prices: m.prices})
-	m.meters[variant] = append(m.meters[variant], meter)
-	return meter, nil
-}
-
 // judgeOf opens a variant's judge of --FLAG, with the role's shared model
 // stack accounted for the variant.
 func (m *benchModels) judgeOf(variant, flag string, s judge.Spec) (rollout.Judge, error) {
 	j, err := judge.Open(s, func(model, baseURL string) (llm.Chatter, error) {
-		return m.chatter(variant, flag, model, baseURL)
+		return m.models.Dial(variant, flag, model, baseURL)
 	})
 	if err != nil {
 		return nil, judgeError("bench", flag, err)
@@ -460,7 +437,7 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 		return s, err
 	}
 	opened, err := m.roles.Open(func(role, model, baseURL string) (llm.Chatter, error) {
-		return m.chatter(variant, role, model, baseURL)
+		return m.models.Dial(variant, role, model, baseURL)
 	})
 	if err != nil {
 		return s, err
@@ -473,18 +450,6 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 	}
 	m.setups[variant] = s
 	return s, nil
-}
-
-// usage returns a variant's model usage so far.
-func (m *benchModels) usage(variant string) []llm.Stats {
-	m.mu.Lock()
-	meters := slices.Clone(m.meters[variant])
-	m.mu.Unlock()
-	var out []llm.Stats
-	for _, mt := range meters {
-		out = llm.AddStats(out, []llm.Stats{mt.Snapshot()})
-	}
-	return out
 }
 
 // variantBars shows the benchmark's progress: one bar over every

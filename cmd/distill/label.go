@@ -122,8 +122,10 @@ func labelAction(c *cli.Context) error {
 			opts.Batch = &label.BatchOptions{Client: single, Teacher: teacher, Prices: prices,
 				PollInterval: c.Duration("batch-poll-interval"), Retries: c.Int("batch-retries")}
 		} else {
-			if meter, err = newModelStack(c, client, prices); err != nil {
-				return err
+			stack := stackOptions(c)
+			stack.Prices = prices
+			if meter, err = llm.Stack(client, stack); err != nil {
+				return fmt.Errorf("label: teacher model: %w", err)
 			}
 			teacher.Chatter = meter
 			opts.Teacher = teacher

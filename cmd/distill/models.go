@@ -161,17 +161,18 @@ func splitURLs(list string) []string {
 	return urls
 }
 
-// newModelStack wraps a role's client in the shared stack (limits,
-// retries, the cache of --cache, accounting at prices); its Meter gives the
-// role's usage and cost.
-func newModelStack(c *cli.Context, client llm.Endpoint, prices map[string]llm.Price) (*llm.Meter, error) {
+// newDialer returns the model stacks of a command's roles: each role's
+// client (newModelClient) in the shared stack that the model flags
+// configure, accounted at prices.
+func newDialer(c *cli.Context, prices map[string]llm.Price) *llm.Dialer {
 	opts := stackOptions(c)
 	opts.Prices = prices
-	meter, err := llm.Stack(client, opts)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s model: %w", c.Command.Name, client.Role(), err)
+	return &llm.Dialer{
+		Client: func(role, model, baseURL string) (llm.Endpoint, error) {
+			return newModelClient(c, role, model, baseURL)
+		},
+		Stack: opts,
 	}
-	return meter, nil
 }
 
 // usageSoFar describes the tokens and cost of the model usage so far for a

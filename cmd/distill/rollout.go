@@ -297,38 +297,23 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	if err != nil {
 		return w, err
 	}
-	var meters []*llm.Meter
-	stack := func(role, model, baseURL string) (llm.Chatter, error) {
-		client, err := newModelClient(c, role, model, baseURL)
-		if err != nil {
-			return nil, err
-		}
-		meter, err := newModelStack(c, client, prices)
-		if err != nil {
-			return nil, err
-		}
-		meters = append(meters, meter)
-		return meter, nil
+	models := newDialer(c, prices)
+	dial := func(role, model, baseURL string) (llm.Chatter, error) {
+		return models.Dial("", role, model, baseURL)
 	}
 	w.roles.Judge, err = judge.Open(spec, func(model, baseURL string) (llm.Chatter, error) {
-		return stack("judge", model, baseURL)
+		return dial("judge", model, baseURL)
 	})
 	if err != nil {
 		return w, judgeError("rollout", "judge", err)
 	}
-	opened, err := specs.Open(stack)
+	opened, err := specs.Open(dial)
 	if err != nil {
 		return w, err
 	}
 	w.roles.Extractor, w.roles.Reader = opened.Extractor, opened.Reader
-	if len(meters) > 0 {
-		w.usage = func() []llm.Stats {
-			out := make([]llm.Stats, len(meters))
-			for i, m := range meters {
-				out[i] = m.Snapshot()
-			}
-			return out
-		}
+	if models.Dialed() {
+		w.usage = func() []llm.Stats { return models.Usage("") }
 	}
 	return w, nil
 }
