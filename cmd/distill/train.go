@@ -182,49 +182,10 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 	if k := c.String("backend"); !slices.Contains(backendKinds, k) {
 		return finetune.Job{}, usageErrorf("train: unknown --backend %q (want %s)", k, strings.Join(backendKinds, ", "))
 	}
-	for _, name := range []string{"lora-rank", "lora-alpha", "epochs", "batch-size", "grad-accum", "max-length"} {
-		if c.Int(name) < 1 {
-			return finetune.Job{}, usageErrorf("train: --%s must be at least 1, got %d", name, c.Int(name))
-		}
-	}
 	lora := c.String("backend") == local.Name || c.String("backend") == slurm.Name
-	switch {
-	case c.Int("max-steps") < 0:
-		return finetune.Job{}, usageErrorf("train: --max-steps must not be negative")
-	case c.Int("max-steps") > 0 && !lora:
-		return finetune.Job{}, usageErrorf("train: --max-steps is for the local and slurm backends' trainers")
-	}
-	if d := c.Float64("lora-dropout"); d < 0 || d >= 1 {
-		return finetune.Job{}, usageErrorf("train: --lora-dropout must be in [0, 1)")
-	}
-	switch loss := c.String("loss"); {
-	case loss != finetune.LossCompletion && loss != finetune.LossFull:
-		return finetune.Job{}, usageErrorf("train: --loss must be %s or %s, got %q", finetune.LossCompletion, finetune.LossFull, loss)
-	case loss == finetune.LossFull && !lora:
-		return finetune.Job{}, usageErrorf("train: --loss %s is for the local and slurm backends' trainers", finetune.LossFull)
-	}
-	target := c.String("target-json")
-	switch target {
-	case finetune.TargetCompact:
-		target = ""
-	case finetune.TargetSpaced:
-	default:
-		return finetune.Job{}, usageErrorf("train: --target-json must be %s or %s, got %q", finetune.TargetCompact, finetune.TargetSpaced, target)
-	}
-	if !slices.Contains(finetune.Precisions(), c.String("precision")) {
-		return finetune.Job{}, usageErrorf("train: --precision must be one of %s, got %q", strings.Join(finetune.Precisions(), ", "), c.String("precision"))
-	}
-	if c.Float64("learning-rate") <= 0 {
-		return finetune.Job{}, usageErrorf("train: --learning-rate must be positive")
-	}
-	var targets []string
-	for _, t := range strings.Split(c.String("lora-target"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			targets = append(targets, t)
-		}
-	}
-	if len(targets) == 0 {
-		return finetune.Job{}, usageErrorf("train: --lora-target names no module")
+	hyper, err := trainHyperparameters(c, lora)
+	if err != nil {
+		return finetune.Job{}, err
 	}
 	extra := map[string]any{}
 	for _, kv := range c.StringSlice("extra") {
@@ -268,15 +229,63 @@ func trainJob(c *cli.Context) (finetune.Job, error) {
 			return finetune.Job{}, err
 		}
 	}
-	return finetune.Job{
-		Dir: dir, BaseModel: base, BaseGGUF: baseGGUF, Name: c.String("name"), Extra: extra,
-		Hyper: finetune.Hyperparameters{
-			LoRARank: c.Int("lora-rank"), LoRAAlpha: c.Int("lora-alpha"), LoRADropout: c.Float64("lora-dropout"),
-			TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"), MaxSteps: c.Int("max-steps"),
-			BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
-			Seed: c.Int("seed"), Precision: c.String("precision"), Loss: lossSetting(c.String("loss")),
-			TargetJSON: target,
-		},
+	return finetune.Job{Dir: dir, BaseModel: base, BaseGGUF: baseGGUF, Name: c.String("name"), Extra: extra, Hyper: hyper}, nil
+}
+
+// trainHyperparameters reads and checks the training flags; lora says
+// that the backend runs a LoRA trainer (local, slurm), which alone takes
+// --max-steps and --loss full.
+func trainHyperparameters(c *cli.Context, lora bool) (finetune.Hyperparameters, error) {
+	var h finetune.Hyperparameters
+	for _, name := range []string{"lora-rank", "lora-alpha", "epochs", "batch-size", "grad-accum", "max-length"} {
+		if c.Int(name) < 1 {
+			return h, usageErrorf("train: --%s must be at least 1, got %d", name, c.Int(name))
+		}
+	}
+	switch {
+	case c.Int("max-steps") < 0:
+		return h, usageErrorf("train: --max-steps must not be negative")
+	case c.Int("max-steps") > 0 && !lora:
+		return h, usageErrorf("train: --max-steps is for the local and slurm backends' trainers")
+	}
+	if d := c.Float64("lora-dropout"); d < 0 || d >= 1 {
+		return h, usageErrorf("train: --lora-dropout must be in [0, 1)")
+	}
+	switch loss := c.String("loss"); {
+	case loss != finetune.LossCompletion && loss != finetune.LossFull:
+		return h, usageErrorf("train: --loss must be %s or %s, got %q", finetune.LossCompletion, finetune.LossFull, loss)
+	case loss == finetune.LossFull && !lora:
+		return h, usageErrorf("train: --loss %s is for the local and slurm backends' trainers", finetune.LossFull)
+	}
+	target := c.String("target-json")
+	switch target {
+	case finetune.TargetCompact:
+		target = ""
+	case finetune.TargetSpaced:
+	default:
+		return h, usageErrorf("train: --target-json must be %s or %s, got %q", finetune.TargetCompact, finetune.TargetSpaced, target)
+	}
+	if !slices.Contains(finetune.Precisions(), c.String("precision")) {
+		return h, usageErrorf("train: --precision must be one of %s, got %q", strings.Join(finetune.Precisions(), ", "), c.String("precision"))
+	}
+	if c.Float64("learning-rate") <= 0 {
+		return h, usageErrorf("train: --learning-rate must be positive")
+	}
+	var targets []string
+	for _, t := range strings.Split(c.String("lora-target"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			targets = append(targets, t)
+		}
+	}
+	if len(targets) == 0 {
+		return h, usageErrorf("train: --lora-target names no module")
+	}
+	return finetune.Hyperparameters{
+		LoRARank: c.Int("lora-rank"), LoRAAlpha: c.Int("lora-alpha"), LoRADropout: c.Float64("lora-dropout"),
+		TargetModules: targets, LearningRate: c.Float64("learning-rate"), Epochs: c.Int("epochs"), MaxSteps: c.Int("max-steps"),
+		BatchSize: c.Int("batch-size"), GradAccum: c.Int("grad-accum"), MaxLength: c.Int("max-length"),
+		Seed: c.Int("seed"), Precision: c.String("precision"), Loss: lossSetting(c.String("loss")),
+		TargetJSON: target,
 	}, nil
 }
 
