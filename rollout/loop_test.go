@@ -265,6 +265,7 @@ func TestLoopQueries(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     Options
+		dataset  string // the question's
 		script   []judge.Result
 		want     []string
 		wantGaps int // gap items the extractor saw in the first round
@@ -282,11 +283,40 @@ func TestLoopQueries(t *testing.T) {
 			want:     []string{"Who is T? the C"},
 			wantGaps: 2,
 		},
+		{
+			name:     "reference rule, TriviaQA: the first gap alone",
+			opts:     Options{QueryRule: QueryReference},
+			dataset:  TriviaQA,
+			script:   []judge.Result{insufficient(gaps...), sufficient()},
+			want:     []string{"Who is T? A a"},
+			wantGaps: 3,
+		},
+		{
+			name:     "reference rule, another dataset: the first three",
+			opts:     Options{QueryRule: QueryReference},
+			dataset:  "hotpotqa",
+			script:   []judge.Result{insufficient(gaps...), sufficient()},
+			want:     []string{"Who is T? A a B b the C"},
+			wantGaps: 3,
+		},
+		{
+			name:     "distill rule, TriviaQA: the first three",
+			dataset:  TriviaQA,
+			script:   []judge.Result{insufficient(gaps...), sufficient()},
+			want:     []string{"Who is T? A a B b the C"},
+			wantGaps: 3,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakes(tt.script...)
-			tr := run(t, f, tt.opts)
+			q := testQuestion
+			q.Dataset = tt.dataset
+			tr, err := Run(context.Background(), q, f.roles(), tt.opts)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			checkTrajectory(t, tr)
 			if diff := cmp.Diff(tt.want, tr.States[len(tr.States)-1].Queries); diff != "" {
 				t.Errorf("queries (-want +got):\n%s", diff)
 			}

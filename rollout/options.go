@@ -54,7 +54,9 @@ const (
 	QueryDistill QueryRule = iota
 	// QueryReference is the authors' code: target + " " + slot only when
 	// both are set, else the description, else nothing; with
-	// FirstGapOnly the first item, whatever it adds.
+	// FirstGapOnly the first item, whatever it adds. A TriviaQA question
+	// (Dataset "triviaqa") always takes the first item only, as their
+	// TriviaQA runs did.
 	QueryReference
 )
 

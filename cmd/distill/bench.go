@@ -27,6 +27,7 @@ const defaultBenchOut = "runs/bench-sample"
 
 func benchCommand() *cli.Command {
 	flags := []cli.Flag{
+		presetFlag(),
 		&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
 		&cli.StringFlag{Name: "dataset", Usage: "benchmark a bundled dataset instead of --questions: " + datasetSample},
 		&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report (default: the questions' dataset)"},

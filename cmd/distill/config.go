@@ -237,6 +237,9 @@ func applyConfig(c *cli.Context) error {
 	if err := cfg.apply(c, c.Command.Flags); err != nil {
 		return err
 	}
+	if err := applyPreset(c); err != nil {
+		return err
+	}
 	if hasSubcommands(c.Command) {
 		// A subcommand runs next and checks the keys, or only help is shown.
 		return nil

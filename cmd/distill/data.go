@@ -61,6 +61,7 @@ is imported and counted. TriviaQA (--format triviaqa) is read in its original la
 ({"Data": [...]}) or FlashRAG's. --dataset sample imports the bundled synthetic sample
 instead of a file.`,
 		Flags: []cli.Flag{
+			presetFlag(),
 			&cli.StringFlag{Name: "format", Usage: "question file layout: " + names(data.QuestionFormats())},
 			&cli.PathFlag{Name: "in", Usage: "question `FILE` (JSON list or JSONL, optionally .gz)", TakesFile: true},
 			&cli.PathFlag{Name: "corpus", Usage: "corpus `FILE` (instead of the questions' context paragraphs)", TakesFile: true},

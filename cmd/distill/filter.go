@@ -36,6 +36,7 @@ go to OUT/val.parquet, the rest to OUT/train.parquet. OUT/filter.json and the ta
 stdout give the counts per rule (they add up to the input), class balance, gap
 categories, the agreement histogram and how the teacher agrees with retrieval truth.`,
 		Flags: []cli.Flag{
+			presetFlag(),
 			&cli.StringSliceFlag{Name: "in", Usage: "labels.parquet from distill label (or its directory); repeat it to filter several as one", TakesFile: true},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
 			&cli.Float64Flag{Name: "min-agreement", Value: -1, Usage: "drop labels whose samples agree less than this", DefaultText: "1.0 when the teacher was sampled more than once, else none"},

@@ -46,6 +46,7 @@ DISTILL_ES_USERNAME and DISTILL_ES_PASSWORD.
 An index directory appears only once complete; distill search, rollout and bench open
 any kind with --index, and several joined by commas as one hybrid retriever.`,
 		Flags: []cli.Flag{
+			presetFlag(),
 			&cli.PathFlag{Name: "corpus", Usage: "corpus `FILE` (corpus.parquet from data import, or any corpus layout)", TakesFile: true},
 			&cli.StringFlag{Name: "corpus-format", Value: "auto", Usage: "corpus layout: auto or " + names(data.CorpusFormats())},
 			&cli.StringFlag{Name: "dataset", Usage: "index a bundled dataset's corpus instead of --corpus: " + datasetSample},

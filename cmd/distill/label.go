@@ -56,6 +56,7 @@ downloads the output and error files, and resubmits the failed or expired reques
 (--batch-retries times). The batch id is recorded in OUT, so a restarted command with
 --resume picks the batch up again instead of submitting twice.`,
 		Flags: append([]cli.Flag{
+			presetFlag(),
 			&cli.PathFlag{Name: "in", Usage: "a rollout's trajectories.parquet (or its directory)", EnvVars: []string{"DISTILL_TRAJECTORIES"}, TakesFile: true},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
 			&cli.PathFlag{Name: "questions", Usage: "questions `FILE` of the states (default: the one the rollout's run.json names)", TakesFile: true},

@@ -73,3 +73,27 @@ func TestRunStageFails(t *testing.T) {
 		t.Errorf("the summary after a failure lacks the stages:\n%s", r.stdout)
 	}
 }
+
+// TestRunSamplePipelineReferencePreset runs examples/sample.yaml with
+// preset: reference for every stage: each takes it, and label leaves the
+// 200 empty first states unlabelled (--skip-empty).
+func TestRunSamplePipelineReferencePreset(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "sample.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "reference.yaml")
+	if err := os.WriteFile(file, append(b, "all:\n  preset: reference\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runDistill(t, "--quiet", "run", "--root", filepath.Join(dir, "demo"), file)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"1000 states of 200 questions", "800 labelled states", "F1 full "} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -58,6 +58,7 @@ none). Requests are retried on 429, 5xx and timeouts, limited by --max-concurren
 --requests-per-minute and --tokens-per-minute, and cached in --cache DIR when given;
 run.json records each role's requests, tokens and cost.`,
 		Flags: slices.Concat([]cli.Flag{
+			presetFlag(),
 			&cli.PathFlag{Name: "questions", Usage: "questions `FILE` (questions.parquet from distill data import)", EnvVars: []string{"DISTILL_QUESTIONS"}, TakesFile: true},
 			&cli.StringFlag{Name: "dataset", Usage: "run a bundled dataset instead of --questions: " + datasetSample},
 			&cli.StringFlag{Name: "index", Usage: indexSpecHelp + " (default with the sample: a temporary BM25 index of its corpus)", EnvVars: []string{"DISTILL_INDEX"}},

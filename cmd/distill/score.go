@@ -29,6 +29,7 @@ Prints EM, F1, precision and recall (percent, over every question) and the count
 with --per-question, stdout is one JSON line {"id", "em", "f1"} per question, in the
 questions' order, and the summary goes to stderr.`,
 		Flags: []cli.Flag{
+			presetFlag(),
 			&cli.PathFlag{Name: "questions", Usage: "questions `FILE`: questions.parquet, or a dataset file with --format", TakesFile: true, EnvVars: []string{"DISTILL_QUESTIONS"}},
 			&cli.StringFlag{Name: "format", Usage: "layout of --questions when it is a dataset file: " + names(data.QuestionFormats())},
 			&cli.PathFlag{Name: "predictions", Usage: "predictions `FILE` (JSONL of {\"id\", \"prediction\"})", TakesFile: true},

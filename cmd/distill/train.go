@@ -33,6 +33,7 @@ const defaultBaseModel = "meta-llama/Llama-3.2-3B-Instruct"
 func trainCommand() *cli.Command {
 	h := finetune.DefaultHyperparameters()
 	flags := []cli.Flag{
+		presetFlag(),
 		&cli.PathFlag{Name: "in", Usage: "`DIR` of train.parquet and val.parquet from distill filter", TakesFile: true},
 		&cli.PathFlag{Name: "out", Usage: "job `DIR`: exported data, job.json, log, result, model.json"},
 		&cli.StringFlag{Name: "backend", Value: "local", Usage: "where to train: " + strings.Join(backendKinds, ", ")},
