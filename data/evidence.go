@@ -3,6 +3,7 @@ package data
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -58,72 +59,221 @@ type Evidence struct {
 	Text  string `parquet:"text" json:"text"`
 }
 
-// Context is the evidence context C_t of the loop: blocks of sentences, one
-// block per title and round, in the order they were added. It keeps the
-// structured evidence and its rendering together, so the two never disagree.
+// Layout is how a Context renders its evidence.
+type Layout string
+
+const (
+	// LayoutDistill groups a round's sentences by title, in the order each
+	// title first comes: the line "[title]", then one sentence a line.
+	// Blocks are separated by one empty line, and a block already in the
+	// context is not added again.
+	LayoutDistill Layout = "distill"
+	// LayoutReference is the authors' code: one block per document, in the
+	// order of the sentences given (the loop gives them in retrieval order,
+	// each document's in sentence order): the line "[title] EVIDENCE:",
+	// then one line "- sentence" a sentence. A round's blocks are joined by
+	// a line "---" between empty lines, rounds by one empty line, and a
+	// round is left out only when its whole text is already in the context.
+	LayoutReference Layout = "reference"
+)
+
+// Layouts returns the layouts a Context renders.
+func Layouts() []Layout { return []Layout{LayoutDistill, LayoutReference} }
+
+// ParseLayout returns the layout named s ("" is LayoutDistill).
+func ParseLayout(s string) (Layout, error) {
+	switch l := Layout(s); l {
+	case "", LayoutDistill:
+		return LayoutDistill, nil
+	case LayoutReference:
+		return l, nil
+	}
+	return "", fmt.Errorf("unknown evidence layout %q (want distill or reference)", s)
+}
+
+// Round is one retrieval round as a Context records it: the query, and
+// the text of the evidence the round chose, rendered in the context's
+// layout whether or not the context added it (the authors' reader reads
+// every round's evidence again).
+type Round struct {
+	Query string
+	Text  string
+}
+
+// Context is the evidence context C_t of the loop: blocks of sentences, in
+// the order they were added, rendered in its Layout. It keeps the
+// structured evidence and its rendering together, so the two never
+// disagree.
 //
-// The rendering of a block is the line "[title]" followed by one line per
-// sentence; blocks are separated by one empty line ("\n\n"), and there is no
-// trailing newline. Line breaks inside a title or a sentence are shown as
-// spaces, so every sentence is exactly one line (Evidence keeps the text
-// verbatim). The empty context renders as "".
+// In LayoutDistill a block is the line "[title]" followed by one line per
+// sentence; blocks are separated by one empty line ("\n\n"), and there is
+// no trailing newline. LayoutReference is described with it. Line breaks
+// inside a title or a sentence are shown as spaces, so every sentence is
+// exactly one line (Evidence keeps the text verbatim). The empty context
+// renders as "".
 //
-// The zero value is an empty context. A Context is a value: a copy is a
-// snapshot that later Appends to the original (or to the copy) do not change.
+// The zero value is an empty context in LayoutDistill; NewContext makes
+// one in another. A Context is a value: a copy is a snapshot that later
+// Appends to the original (or to the copy) do not change.
 type Context struct {
+	layout   Layout
 	evidence []Evidence
 	rendered string
 	blocks   int
+	rounds   []Round
 }
 
-// Append adds the sentences an extraction round chose (METHOD step 6): it
-// groups them by title, in the order each title first appears, keeping the
-// given order of sentences within a title, and appends each group as a
-// block unless the block's rendering is already contained in the rendered
-// context. Containment is of whole lines: the block must start at the start
-// of a line and end at the end of one, so a sentence that merely begins
-// another does not count. Blank sentences are ignored. Append returns the
-// number of blocks it added.
+// NewContext returns an empty context that renders in layout.
+func NewContext(layout Layout) Context { return Context{layout: layout} }
+
+// Layout returns the context's layout.
+func (c Context) Layout() Layout {
+	if c.layout == "" {
+		return LayoutDistill
+	}
+	return c.layout
+}
+
+// StartRound records a new round and its query; the next Append records
+// its evidence text in it.
+func (c *Context) StartRound(query string) {
+	c.rounds = append(slices.Clip(c.rounds), Round{Query: query})
+}
+
+// Rounds returns the rounds StartRound recorded, in order.
+func (c Context) Rounds() []Round { return slices.Clone(c.rounds) }
+
+// Append adds the sentences an extraction round chose (METHOD step 6) and
+// returns the number of blocks it added. Blank sentences are ignored.
+//
+// In LayoutDistill it groups them by title, in the order each title first
+// appears, keeping the given order of sentences within a title, and
+// appends each group as a block unless the block's rendering is already
+// contained in the rendered context. Containment is of whole lines: the
+// block must start at the start of a line and end at the end of one, so a
+// sentence that merely begins another does not count.
+//
+// In LayoutReference it groups them by document, in the order each
+// document first appears, and appends the round's blocks together unless
+// the round's whole text is already contained (of whole lines) in the
+// rendered context.
 func (c *Context) Append(sentences []Evidence) (added int) {
-	if len(sentences) == 0 {
+	groups := group(sentences, c.Layout())
+	if len(groups) == 0 {
 		return 0
 	}
-	var titles []string
+	if c.Layout() == LayoutReference {
+		return c.appendRound(groups)
+	}
+	var round []string
+	var b strings.Builder
+	for _, group := range groups {
+		b.Reset()
+		writeBlock(&b, group[0].Title, group)
+		block := b.String()
+		round = append(round, block)
+		if containsLines(c.rendered, block) {
+			continue
+		}
+		c.add(block, blockSeparator, group)
+		c.blocks++
+		added++
+	}
+	c.recordRound(strings.Join(round, blockSeparator))
+	return added
+}
+
+// appendRound appends a round of LayoutReference, whose groups are its
+// documents' sentences.
+func (c *Context) appendRound(groups [][]Evidence) int {
+	var b strings.Builder
+	for i, group := range groups {
+		if i > 0 {
+			b.WriteString(referenceBlockSeparator)
+		}
+		b.WriteByte('[')
+		writeLine(&b, group[0].Title)
+		b.WriteString("] EVIDENCE:")
+		for _, e := range group {
+			b.WriteString("\n- ")
+			writeLine(&b, e.Text)
+		}
+	}
+	text := b.String()
+	c.recordRound(text)
+	if containsLines(c.rendered, text) {
+		return 0
+	}
+	var all []Evidence
+	for _, group := range groups {
+		all = append(all, group...)
+	}
+	c.add(text, blockSeparator, all)
+	c.blocks += len(groups)
+	return len(groups)
+}
+
+// add appends text to the rendering, after sep when there is text before
+// it, and the sentences to the evidence.
+func (c *Context) add(text, sep string, sentences []Evidence) {
+	if c.rendered != "" {
+		c.rendered += sep + text
+	} else {
+		c.rendered = text
+	}
+	// Clipping makes the next append to any copy reallocate, so copies
+	// stay independent snapshots.
+	c.evidence = slices.Clip(append(c.evidence, sentences...))
+}
+
+// recordRound sets the evidence text of the round StartRound began, when
+// there is one that has none yet.
+func (c *Context) recordRound(text string) {
+	n := len(c.rounds)
+	if n == 0 || c.rounds[n-1].Text != "" {
+		return
+	}
+	// A new array, so that a copy's rounds stay as they were.
+	c.rounds = append(slices.Clip(c.rounds[:n-1]), Round{Query: c.rounds[n-1].Query, Text: text})
+}
+
+// group splits sentences into the groups that make a layout's blocks: by
+// title (LayoutDistill) or by document (LayoutReference), in order of first
+// appearance, without the blank ones.
+func group(sentences []Evidence, layout Layout) [][]Evidence {
+	var keys []string
 	groups := make(map[string][]Evidence)
 	for _, e := range sentences {
 		if strings.TrimSpace(e.Text) == "" {
 			continue
 		}
-		if _, ok := groups[e.Title]; !ok {
-			titles = append(titles, e.Title)
+		key := e.Title
+		if layout == LayoutReference {
+			key = e.DocID
 		}
-		groups[e.Title] = append(groups[e.Title], e)
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], e)
 	}
-	var b strings.Builder
-	for _, title := range titles {
-		group := groups[title]
-		b.Reset()
-		writeBlock(&b, title, group)
-		block := b.String()
-		if containsLines(c.rendered, block) {
-			continue
-		}
-		if c.rendered != "" {
-			c.rendered += blockSeparator + block
-		} else {
-			c.rendered = block
-		}
-		// Clipping makes the next append to any copy reallocate, so copies
-		// stay independent snapshots.
-		c.evidence = slices.Clip(append(c.evidence, group...))
-		c.blocks++
-		added++
+	out := make([][]Evidence, len(keys))
+	for i, k := range keys {
+		out[i] = groups[k]
 	}
-	return added
+	return out
 }
 
-// blockSeparator separates two blocks of a rendered context: one empty line.
+// BlocksOf returns the number of blocks sentences make in the context's
+// layout.
+func (c Context) BlocksOf(sentences []Evidence) int { return len(group(sentences, c.Layout())) }
+
+// blockSeparator separates two blocks of a rendered context: one empty
+// line. In LayoutReference it separates rounds.
 const blockSeparator = "\n\n"
+
+// referenceBlockSeparator separates the blocks of one round in
+// LayoutReference: a line "---" between empty lines.
+const referenceBlockSeparator = "\n\n---\n\n"
 
 // Render returns the context as the judge, the reader and the teacher see
 // it; see Context for the layout.

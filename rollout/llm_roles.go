@@ -23,9 +23,42 @@ type LLMOption func(*llmRole)
 // model recorded when the server names none, and the cap on the tokens of
 // an answer.
 type llmRole struct {
-	c         llm.Chatter
-	model     string
-	maxTokens int
+	c           llm.Chatter
+	model       string
+	maxTokens   int
+	readerInput ReaderInput // the reader's alone
+}
+
+// ReaderInput is what LLMReader shows its model.
+type ReaderInput string
+
+const (
+	// ReaderInputDistill is the question and the rendered context, the
+	// same rendering the judge sees, answered in a line "Answer: ...".
+	ReaderInputDistill ReaderInput = "distill"
+	// ReaderInputReference is the authors' code: the question, then each
+	// round's query and evidence (ReaderPromptRounds), answered in lines
+	// "Answer: ..." and "Rationale: ...", read by ParseRoundsAnswer,
+	// without a second ask.
+	ReaderInputReference ReaderInput = "reference"
+)
+
+// ParseReaderInput returns the reader input named s ("" is
+// ReaderInputDistill).
+func ParseReaderInput(s string) (ReaderInput, error) {
+	switch in := ReaderInput(s); in {
+	case "", ReaderInputDistill:
+		return ReaderInputDistill, nil
+	case ReaderInputReference:
+		return in, nil
+	}
+	return "", fmt.Errorf("unknown reader input %q (want distill or reference)", s)
+}
+
+// WithReaderInput sets what an LLMReader shows its model (default
+// ReaderInputDistill); other roles ignore it.
+func WithReaderInput(in ReaderInput) LLMOption {
+	return func(r *llmRole) { r.readerInput = in }
 }
 
 // WithMaxTokens caps the tokens of each answer at n; n <= 0 keeps the
@@ -145,6 +178,9 @@ func NewLLMReader(c llm.Chatter, model string, opts ...LLMOption) *LLMReader {
 
 // Answer implements Reader.
 func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context) (ReadResult, error) {
+	if r.readerInput == ReaderInputReference {
+		return r.answerRounds(ctx, question, c)
+	}
 	req := llm.Request{
 		Messages:    rolecall.Messages(ReaderPrompt(question, c.Render())),
 		Temperature: 0,
@@ -174,6 +210,26 @@ func (r *LLMReader) Answer(ctx context.Context, question string, c data.Context)
 	if perr != nil {
 		call.ParseError = perr.Error()
 		return ReadResult{Call: call}, nil
+	}
+	return ReadResult{Answer: answer, Call: call}, nil
+}
+
+// answerRounds answers under ReaderInputReference: one ask, and a reply
+// without "Answer:" and "Rationale:" is AnswerNotFound, recorded as a
+// parse failure.
+func (r *LLMReader) answerRounds(ctx context.Context, question string, c data.Context) (ReadResult, error) {
+	resp, err := r.c.Chat(ctx, llm.Request{
+		Messages:    rolecall.Messages(ReaderPromptRounds(question, c.Rounds())),
+		Temperature: 0,
+		MaxTokens:   r.maxTokens,
+	})
+	if err != nil {
+		return ReadResult{}, rolecall.Error(ctx, "llm reader", err)
+	}
+	call := rolecall.New(resp, r.model, ReaderRoundsTemplateHash)
+	answer, ok := ParseRoundsAnswer(resp.Content)
+	if !ok {
+		call.ParseError = fmt.Sprintf("the reply has no %q followed by %q: read as %q", "Answer:", "Rationale:", AnswerNotFound)
 	}
 	return ReadResult{Answer: answer, Call: call}, nil
 }

@@ -106,7 +106,7 @@ func Run(ctx context.Context, q data.Question, roles Roles, opts Options) (Traje
 	case roles.Retriever == nil:
 		return Trajectory{}, fmt.Errorf("retriever: %w", ErrMissingRole)
 	}
-	l := loop{q: q, roles: roles, opts: opts, seenIDs: make(map[string]struct{}, opts.TopK*(opts.MaxRetrievals))}
+	l := loop{q: q, roles: roles, opts: opts, seenIDs: make(map[string]struct{}, opts.TopK*(opts.MaxRetrievals)), c: data.NewContext(opts.Evidence)}
 	if opts.Dedup == DedupTitle {
 		l.seenTitles = make(map[string]struct{})
 	}
@@ -236,6 +236,7 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	firstGap := l.opts.FirstGapOnly || (l.opts.QueryRule == QueryReference && l.q.Dataset == TriviaQA)
 	query := BuildQuery(l.q.Text, gaps, firstGap, l.opts.QueryRule)
 	l.queries = append(l.queries, query)
+	l.c.StartRound(query)
 
 	start := time.Now()
 	hits, err := l.search(ctx, query)
@@ -302,6 +303,15 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	l.tr.Counts.DroppedRepeated += int(next.DroppedRepeated)
 	l.tr.Counts.DroppedOverLimit += int(next.DroppedOverLimit)
 
+	if l.c.Layout() == data.LayoutReference {
+		// Retrieval order, each document's sentences in order: the order
+		// of their global ids.
+		order := slices.Clone(next.ChosenIDs)
+		slices.Sort(order)
+		for i, id := range order {
+			chosen[i] = sentences[id-1].Evidence
+		}
+	}
 	l.appendEvidence(chosen)
 	return nil
 }
@@ -311,7 +321,7 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 // the sentences left out.
 func (l *loop) appendEvidence(ev []data.Evidence) {
 	added, left := fitEvidence(&l.c, l.q.Text, ev, l.opts.EvidenceTokens)
-	skipped := countTitles(ev[:len(ev)-left]) - added
+	skipped := l.c.BlocksOf(ev[:len(ev)-left]) - added
 	next := &l.next
 	next.BlocksAdded, next.BlocksSkipped, next.EvidenceTrimmed = int32(added), int32(skipped), int32(left)
 	l.tr.Counts.BlocksAdded += added
@@ -455,17 +465,6 @@ func number(hits []retrieve.Hit, maxPerDoc int) []Numbered {
 		}
 	}
 	return out
-}
-
-// countTitles counts the distinct titles of evidence.
-func countTitles(evidence []data.Evidence) int {
-	n := 0
-	for i, e := range evidence {
-		if !slices.ContainsFunc(evidence[:i], func(o data.Evidence) bool { return o.Title == e.Title }) {
-			n++
-		}
-	}
-	return n
 }
 
 // clampID fits an id given by a model into an int32 column.

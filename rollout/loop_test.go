@@ -761,6 +761,43 @@ func TestLoopEvidence(t *testing.T) {
 	}
 }
 
+// TestLoopEvidenceReference is TestLoopEvidence under the authors'
+// layout: a block per document in retrieval order, each document's
+// sentences in order, whatever order the extractor chose them in; the
+// second round, which holds a new sentence, is added whole.
+func TestLoopEvidenceReference(t *testing.T) {
+	ps := []data.Passage{
+		{ID: "a1", Title: "A", Sentences: []string{"A zero.", "A one."}},
+		{ID: "b1", Title: "B", Sentences: []string{"B zero."}},
+		{ID: "a2", Title: "A", Sentences: []string{"A zero.", "A other."}},
+		{ID: "c1", Title: "C", Sentences: []string{"C zero."}},
+	}
+	f := newFakes(insufficient(), insufficient(), sufficient())
+	f.retriever.corpus = ps
+	f.extractor.choose = func(call int, s []Numbered) ExtractResult {
+		if call == 0 {
+			return ExtractResult{IDs: []int{3, 2, 1}} // B zero., A one., A zero.
+		}
+		return ExtractResult{IDs: []int{3, 1}} // C zero., A zero. (of a2)
+	}
+	tr := run(t, f, Options{TopK: 2, Evidence: data.LayoutReference})
+	round1 := "[A] EVIDENCE:\n- A zero.\n- A one.\n\n---\n\n[B] EVIDENCE:\n- B zero."
+	round2 := "[A] EVIDENCE:\n- A zero.\n\n---\n\n[C] EVIDENCE:\n- C zero."
+	if got := tr.Context.Render(); got != round1+"\n\n"+round2 {
+		t.Errorf("got context\n%s\nwant\n%s", got, round1+"\n\n"+round2)
+	}
+	if got := tr.States[1].Context; got != round1 {
+		t.Errorf("state 1 records context %q, want %q", got, round1)
+	}
+	wantRounds := []data.Round{{Query: tr.States[2].Queries[0], Text: round1}, {Query: tr.States[2].Queries[1], Text: round2}}
+	if diff := cmp.Diff(wantRounds, tr.Context.Rounds()); diff != "" {
+		t.Errorf("rounds (-want +got):\n%s", diff)
+	}
+	if got := [2]int{tr.Counts.BlocksAdded, tr.Counts.BlocksSkipped}; got != [2]int{4, 0} {
+		t.Errorf("got total blocks added, skipped %v, want [4 0]", got)
+	}
+}
+
 // TestLoopRecords checks what each state records about the calls that led
 // to it and the judge call it holds.
 func TestLoopRecords(t *testing.T) {

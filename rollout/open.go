@@ -38,6 +38,9 @@ type RoleSpec struct {
 type RoleSpecs struct {
 	Extractor, Reader RoleSpec
 	Summarizer        string // its Kind
+	// ReaderInput is what an llm reader shows its model (empty:
+	// ReaderInputDistill); the lexical reader reads the evidence alone.
+	ReaderInput ReaderInput
 }
 
 // Dial returns the Chatter of a role's model; the caller stacks its
@@ -83,6 +86,9 @@ func (s RoleSpecs) Check() error {
 			return &RoleSpecError{Role: r.role, Fields: []string{"model", "base_url"}, Reason: fmt.Sprintf("a model and a server are for %s llm, not %s", r.role, kind)}
 		}
 	}
+	if _, err := ParseReaderInput(string(s.ReaderInput)); err != nil {
+		return &RoleSpecError{Role: "reader", Fields: []string{"input"}, Reason: err.Error()}
+	}
 	sum := RoleSpec{Kind: s.Summarizer}.kind(KindBuiltin)
 	switch {
 	case !slices.Contains(RoleKinds("summarizer"), sum):
@@ -120,7 +126,7 @@ func (s RoleSpecs) Open(dial Dial) (OpenedRoles, error) {
 		if err != nil {
 			return o, err
 		}
-		o.Reader = NewLLMReader(ch, s.Reader.Model)
+		o.Reader = NewLLMReader(ch, s.Reader.Model, WithReaderInput(s.ReaderInput))
 	}
 	if s.Summarizer == KindLLM {
 		ch, err := dial("summarizer", s.Reader.Model, s.Reader.BaseURL)

@@ -28,6 +28,8 @@ func TestRoleSpecsCheck(t *testing.T) {
 			&RoleSpecError{Role: "reader", Fields: []string{"model"}, Reason: "reader llm needs a model"}},
 		{"a server for the lexical extractor", RoleSpecs{Extractor: RoleSpec{BaseURL: "http://x/v1"}},
 			&RoleSpecError{Role: "extractor", Fields: []string{"model", "base_url"}, Reason: "a model and a server are for extractor llm, not lexical"}},
+		{"unknown reader input", RoleSpecs{ReaderInput: "rounds"},
+			&RoleSpecError{Role: "reader", Fields: []string{"input"}, Reason: `unknown reader input "rounds" (want distill or reference)`}},
 		{"unknown summarizer", RoleSpecs{Summarizer: "lead"},
 			&RoleSpecError{Role: "summarizer", Reason: `unknown summarizer "lead" (want builtin, llm)`}},
 		{"summarizer llm without a reader model", RoleSpecs{Extractor: llmRole, Summarizer: KindLLM},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/distill-rag/distill/data"
 )
 
 // Policy says when the loop stops.
@@ -109,6 +111,11 @@ type Options struct {
 	// QueryRule says how gap items become the query (default
 	// QueryDistill).
 	QueryRule QueryRule
+	// Evidence is how the evidence context is laid out (data.Layout;
+	// empty: data.LayoutDistill). Under data.LayoutReference the chosen
+	// sentences are appended in retrieval order, each document's in
+	// sentence order, as the authors' code appends them.
+	Evidence data.Layout
 	// Dedup says which documents count as seen (default by doc id).
 	Dedup Dedup
 	// Policy says when to stop (default EarlyStop).

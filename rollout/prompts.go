@@ -50,6 +50,22 @@ Reply with the line "Answer: ..." only.`
 	// readerNoEvidence stands for the empty context.
 	readerNoEvidence = "(no evidence)"
 
+	// readerRoundsSystem and readerRoundsUser are the reader's prompt
+	// under ReaderInputReference: every round's query and evidence, and an
+	// answer in two lines, as the authors' code asks for it.
+	readerRoundsSystem = `You answer questions from evidence retrieved over several searches. Use only the facts the evidence states, not your own knowledge. Give the shortest answer that settles the question: a name, a date, a number or a short phrase, and yes or no for a yes/no question. Reply with two lines and nothing else, in this form:
+Answer: <the answer>
+Rationale: <one sentence on the evidence that gives the answer>`
+
+	readerRoundsUser = `Question: {question}
+
+{rounds}
+
+Reply with the two lines "Answer: ..." and "Rationale: ..." only.`
+
+	// readerRound introduces one round's evidence.
+	readerRound = "Search {n}: {query}"
+
 	// readerRepair is the reader's second turn when its reply held no
 	// answer.
 	readerRepair = `Your reply has no line starting with "Answer:". Reply again with one line in the form "Answer: <the answer>" and nothing else.`
@@ -61,6 +77,8 @@ Reply with the line "Answer: ..." only.`
 var (
 	ExtractorTemplateHash = data.TemplateHash(extractorSystem, extractorUser, extractorNoGaps)
 	ReaderTemplateHash    = data.TemplateHash(readerSystem, readerUser, readerNoEvidence, readerRepair)
+	// ReaderRoundsTemplateHash is the reader's under ReaderInputReference.
+	ReaderRoundsTemplateHash = data.TemplateHash(readerRoundsSystem, readerRoundsUser, readerRound, readerNoEvidence)
 )
 
 // ExtractorPrompt renders the extractor's prompt (METHOD step 5): the
@@ -123,6 +141,54 @@ func ReaderPrompt(question, renderedContext string) data.Prompt {
 		"{evidence}", evidence,
 	).Replace(readerUser)
 	return data.Prompt{System: readerSystem, User: user}
+}
+
+// ReaderPromptRounds renders the reader's prompt under
+// ReaderInputReference, as the authors' code builds the reader's input:
+// the question, then for each round a line with its query and that
+// round's evidence (data.Context.Rounds: a round's evidence is shown even
+// when the context already held it), asking for "Answer:" and "Rationale:"
+// lines.
+func ReaderPromptRounds(question string, rounds []data.Round) data.Prompt {
+	var b strings.Builder
+	for i, r := range rounds {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(strings.NewReplacer("{n}", strconv.Itoa(i+1), "{query}", data.OneLine(r.Query)).Replace(readerRound))
+		b.WriteByte('\n')
+		if strings.TrimSpace(r.Text) == "" {
+			b.WriteString(readerNoEvidence)
+		} else {
+			b.WriteString(r.Text)
+		}
+	}
+	text := b.String()
+	if text == "" {
+		text = readerNoEvidence
+	}
+	user := strings.NewReplacer("{question}", data.OneLine(question), "{rounds}", text).Replace(readerRoundsUser)
+	return data.Prompt{System: readerRoundsSystem, User: user}
+}
+
+// AnswerNotFound is the answer of a reply that ParseRoundsAnswer cannot
+// read, as the authors' code scores it.
+const AnswerNotFound = "Answer not found"
+
+// ParseRoundsAnswer reads the answer of a reply to ReaderPromptRounds as
+// the authors' code does: the text between the first "Answer:" and the
+// first "Rationale:" after it, trimmed. A reply without both gives
+// AnswerNotFound and false.
+func ParseRoundsAnswer(output string) (string, bool) {
+	_, after, ok := strings.Cut(output, "Answer:")
+	if !ok {
+		return AnswerNotFound, false
+	}
+	answer, _, ok := strings.Cut(after, "Rationale:")
+	if !ok {
+		return AnswerNotFound, false
+	}
+	return strings.TrimSpace(answer), true
 }
 
 // AnswerError says why a reader's output holds no answer.

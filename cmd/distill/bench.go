@@ -55,6 +55,7 @@ func benchCommand() *cli.Command {
 		&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL` (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
 		&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(rollout.RoleKinds("reader"), ", ")},
 		&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
+		readerInputFlag(),
 		&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL` (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
 		&cli.StringFlag{Name: "summarizer", Value: "builtin", Usage: "the summaries of summarize and abstractive: builtin (lead and focused sentences, baselines) or llm (the reader's model)"},
 	}

