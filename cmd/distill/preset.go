@@ -46,10 +46,12 @@ func presetFlag() cli.Flag {
 func referenceValues(command string, flag func(name string) string) map[string]any {
 	switch command {
 	case "data import":
-		switch f, _ := data.ParseQuestionFormat(flag("format")); f {
-		case data.Questions2Wiki:
+		// By layout, or by the dataset's name for FlashRAG's files.
+		f, _ := data.ParseQuestionFormat(flag("format"))
+		switch name := flag("name"); {
+		case f == data.Questions2Wiki || name == "2wikimultihopqa" || name == "2wiki":
 			return map[string]any{"id-prefix": "2wiki_"}
-		case data.QuestionsTriviaQA:
+		case f == data.QuestionsTriviaQA || name == "triviaqa":
 			return map[string]any{"triviaqa-value-only": true}
 		}
 	case "index":

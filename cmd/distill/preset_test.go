@@ -40,7 +40,7 @@ func TestPresetValuesAreFlags(t *testing.T) {
 		if flags["preset"] == nil {
 			t.Errorf("%s has no --preset", name)
 		}
-		for _, other := range []map[string]string{{"format": "2wiki", "kind": "dense", "backend": "local"}, {"format": "triviaqa", "kind": "bm25", "backend": "slurm"}, {"format": "hotpotqa", "backend": "builtin"}} {
+		for _, other := range []map[string]string{{"format": "2wiki", "kind": "dense", "backend": "local"}, {"format": "triviaqa", "kind": "bm25", "backend": "slurm"}, {"format": "hotpotqa", "backend": "builtin"}, {"format": "flashrag", "name": "2wikimultihopqa"}} {
 			for flag, v := range referenceValues(name, func(n string) string { return other[n] }) {
 				f := flags[flag]
 				ok := false
@@ -122,6 +122,17 @@ func TestPresetReference(t *testing.T) {
 		defer x.Close()
 		if m := x.Meta(); m.Stemmer != "porter" || m.Norms != "lucene" {
 			t.Errorf("meta.json: stemmer %q, norms %q; want porter, lucene", m.Stemmer, m.Norms)
+		}
+	})
+
+	t.Run("2wiki ids", func(t *testing.T) {
+		for _, format := range []string{"2wiki", "flashrag --name 2wikimultihopqa"} {
+			if got := referenceValues("data import", func(n string) string {
+				f, name, _ := strings.Cut(format, " --name ")
+				return map[string]string{"format": f, "name": name}[n]
+			}); got["id-prefix"] != "2wiki_" {
+				t.Errorf("data import --format %s: the preset sets %v, want --id-prefix 2wiki_", format, got)
+			}
 		}
 	})
 
