@@ -177,7 +177,7 @@ func TestRealModels(t *testing.T) {
 	refIndex, benchRef := filepath.Join(ds, "bm25-reference"), filepath.Join(dir, "bench-reference")
 	d.distill("index", "--preset", "reference", "--corpus", filepath.Join(ds, data.CorpusFile), "--out", refIndex)
 	d.distill("bench", "--preset", "reference", "--questions", questions, "--index", refIndex, "--out", benchRef,
-		"--limit", "5", "--variants", "full", "--judge", "llm", "--extractor", "llm", "--reader", "llm", "--cache", cache)
+		"--limit", "2", "--max-rounds", "1", "--variants", "full", "--judge", "llm", "--extractor", "llm", "--reader", "llm", "--cache", cache)
 	checkReferenceRun(t, filepath.Join(benchRef, "variants", "full"))
 
 	// Dense retrieval with real E5 embeddings: the index, a search, a
