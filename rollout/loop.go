@@ -215,7 +215,6 @@ func (l *loop) read(ctx context.Context, round int, st *data.State) error {
 	l.tr.ReaderUsage = l.tr.ReaderUsage.Add(res.Usage)
 	answer := res.Answer
 	if res.ParseError != "" {
-		answer = ""
 		l.tr.Counts.ReaderParseFailures++
 	}
 	l.tr.Answer = answer

@@ -110,6 +110,7 @@ func (x *funcExtractor) Extract(_ context.Context, _ string, gaps []data.GapItem
 // fakeReader answers "answer" and records the contexts it saw.
 type fakeReader struct {
 	err      error
+	result   *ReadResult // what it answers instead of "answer"
 	contexts []string
 }
 
@@ -117,6 +118,9 @@ func (r *fakeReader) Answer(_ context.Context, _ string, c data.Context) (ReadRe
 	r.contexts = append(r.contexts, c.Render())
 	if r.err != nil {
 		return ReadResult{}, r.err
+	}
+	if r.result != nil {
+		return *r.result, nil
 	}
 	return ReadResult{Answer: "answer", Call: data.Call{Raw: "Answer: answer", Model: "reader-model", TemplateHash: "reader-hash", Usage: data.Usage{PromptTokens: 30, CompletionTokens: 6}}}, nil
 }
@@ -795,6 +799,21 @@ func TestLoopEvidenceReference(t *testing.T) {
 	}
 	if got := [2]int{tr.Counts.BlocksAdded, tr.Counts.BlocksSkipped}; got != [2]int{4, 0} {
 		t.Errorf("got total blocks added, skipped %v, want [4 0]", got)
+	}
+}
+
+// TestLoopUnreadableAnswer checks that a reply the reader could not read
+// is counted, and scored as the answer the reader gives for it: empty, or
+// AnswerNotFound under the reference reader input.
+func TestLoopUnreadableAnswer(t *testing.T) {
+	for _, answer := range []string{"", AnswerNotFound} {
+		f := newFakes(sufficient(), sufficient())
+		f.reader.result = &ReadResult{Answer: answer, Call: data.Call{Raw: "no marker", ParseError: "unreadable"}}
+		tr := run(t, f, Options{})
+		last := tr.States[len(tr.States)-1]
+		if tr.Answer != answer || last.Answer != answer || last.ReaderParseError != "unreadable" || tr.Counts.ReaderParseFailures != 1 {
+			t.Errorf("reader answered %q: trajectory answer %q, state answer %q, parse error %q, failures %d", answer, tr.Answer, last.Answer, last.ReaderParseError, tr.Counts.ReaderParseFailures)
+		}
 	}
 }
 

@@ -76,6 +76,9 @@ type ExtractResult struct {
 
 // ReadResult is a reader's output: the answer, without any "Answer:" prefix.
 type ReadResult struct {
+	// Answer is the answer scored: empty when the reply could not be read
+	// (ParseError), unless the reader's rule gives an answer then
+	// (AnswerNotFound under ReaderInputReference).
 	Answer string
 	data.Call
 }
