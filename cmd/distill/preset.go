@@ -83,7 +83,6 @@ var referenceNotYet = map[string][]string{
 	"data import": {"the TriviaQA corpus of 800-character chunks"},
 	"rollout":     {"pysbd sentence splitting"},
 	"bench":       {"pysbd sentence splitting", "TriviaQA's correct retrieval by normalised titles"},
-	"score":       {"TriviaQA's correct retrieval by normalised titles"},
 }
 
 // applyPreset sets the flags of c's command that its --preset names and
