@@ -49,7 +49,7 @@ models:
 # e2e is the end-to-end suite against real models and engines (CI runs it
 # after make test). e2e-models runs the chain against SmolLM2 and E5 served
 # on loopback (see scripts/local-models) and writes the figures it measured
-# to bin/e2e-models.md; 12 questions, DISTILL_E2E_QUESTIONS=N runs N.
+# to bin/e2e-models.md; 6 questions, DISTILL_E2E_QUESTIONS=N runs N.
 e2e: e2e-slow e2e-shards e2e-models e2e-train e2e-opensearch e2e-browser e2e-peers
 
 e2e-models: models
