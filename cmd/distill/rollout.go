@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -326,23 +325,10 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	return w, nil
 }
 
-// tempIndex builds a BM25 index of passages in a temporary directory; cleanup
-// closes and removes it.
+// tempIndex builds a BM25 index of the bundled sample's passages in a
+// temporary directory; cleanup closes and removes it.
 func tempIndex(ctx context.Context, passages []data.Passage) (x *bm25.Index, cleanup func(), err error) {
-	dir, err := os.MkdirTemp("", "distill-sample-index-")
-	if err != nil {
-		return nil, nil, err
-	}
-	idx := filepath.Join(dir, "index")
-	if _, err := bm25.Build(ctx, idx, data.NewPassageSlice(passages), bm25.BuildOptions{SourceName: "dataset " + datasetSample}); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	if x, err = bm25.Open(idx); err != nil {
-		os.RemoveAll(dir)
-		return nil, nil, err
-	}
-	return x, func() { x.Close(); os.RemoveAll(dir) }, nil
+	return bm25.BuildTemp(ctx, data.NewPassageSlice(passages), bm25.BuildOptions{SourceName: "dataset " + datasetSample})
 }
 
 // versionString describes the binary for run.json.

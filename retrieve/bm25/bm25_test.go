@@ -688,3 +688,30 @@ func buildPruned(t *testing.T, ps []data.Passage) (x, full *Index) {
 	full.exhaustive = true
 	return x, full
 }
+
+// TestBuildTemp builds an index in a temporary directory, searches it and
+// checks that remove deletes the directory; a failed build leaves none.
+func TestBuildTemp(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	ps := []data.Passage{{ID: "a", Title: "Paris", Text: "Paris is the capital of France."}, {ID: "b", Title: "Rome", Text: "Rome is in Italy."}}
+	x, remove, err := BuildTemp(context.Background(), data.NewPassageSlice(ps), BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits, err := x.Search(context.Background(), retrieve.Query{Text: "capital of France", K: 1})
+	if err != nil || len(hits) != 1 || hits[0].ID != "a" {
+		t.Errorf("search: %v, %v; want passage a", hits, err)
+	}
+	remove()
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {
+		t.Errorf("after remove, the temporary directory holds %v", left)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := BuildTemp(ctx, data.NewPassageSlice(ps), BuildOptions{}); err == nil {
+		t.Error("a cancelled build: no error")
+	}
+	if left, _ := os.ReadDir(os.Getenv("TMPDIR")); len(left) != 0 {
+		t.Errorf("after a failed build, the temporary directory holds %v", left)
+	}
+}

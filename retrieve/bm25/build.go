@@ -308,3 +308,23 @@ func impact(tf uint16, norm float32) float32 {
 	f := float32(tf)
 	return f / (f + norm)
 }
+
+// BuildTemp builds an index of src in a new temporary directory and opens
+// it, for a run over passages that have no index of their own (the
+// bundled sample); remove closes the index and deletes the directory.
+func BuildTemp(ctx context.Context, src Source, opts BuildOptions) (x *Index, remove func(), err error) {
+	dir, err := os.MkdirTemp("", "distill-index-")
+	if err != nil {
+		return nil, nil, err
+	}
+	idx := filepath.Join(dir, "index")
+	if _, err := Build(ctx, idx, src, opts); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	if x, err = Open(idx); err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return x, func() { x.Close(); os.RemoveAll(dir) }, nil
+}
