@@ -82,6 +82,9 @@ type Options struct {
 	// Scoring is how EM and F1 treat empty answers (default: the method's
 	// reference, ScoringReference).
 	Scoring Scoring
+	// TitleMatch is how correct retrieval and gold-title recall compare
+	// titles (default: exactly, TitleMatchDistill).
+	TitleMatch TitleMatch
 	// JudgeTraining, when the judge was trained, says on which questions:
 	// the benchmark warns, in its log and its report, when its own
 	// questions are among them.
@@ -258,6 +261,9 @@ func (o *Options) check() error {
 // scores and the trace pages, so that its memory does not grow with them.
 func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, error) {
 	r := Report{Dataset: o.Dataset, CreatedAt: time.Now().UTC(), Version: o.Version, Paper: o.Paper, Scoring: o.Scoring.orDefault()}
+	if o.TitleMatch == TitleMatchReference {
+		r.TitleMatch = o.TitleMatch
+	}
 	tw, err := NewTraceWriter(o.Out, "distill bench: "+o.Dataset)
 	if err != nil {
 		return Summary{}, err
@@ -280,6 +286,7 @@ func (o *Options) report(variants []Variant, runs []runner.Summary) (Summary, er
 			// The table checks that each question's rows come together,
 			// with a bit a question rather than the scorer's set of ids.
 			sc := newScorer(o.ByID, o.Scoring, false, false)
+			sc.titles = o.TitleMatch
 			err := eachQuestion(runs[i].Trajectories, func(rows []data.State) error {
 				res, err := sc.add(rows)
 				if err != nil {

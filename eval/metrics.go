@@ -28,6 +28,40 @@ const (
 	ScoringSQuAD Scoring = "squad"
 )
 
+// TitleMatch says how correct retrieval and gold-title recall compare a
+// gold title with the titles retrieved.
+type TitleMatch string
+
+const (
+	// TitleMatchDistill compares titles exactly (the default).
+	TitleMatchDistill TitleMatch = "distill"
+	// TitleMatchReference is the authors' code: a TriviaQA question's
+	// titles (Dataset "triviaqa") are compared after normalisation
+	// (data.NormalizeAnswer: lower case, no punctuation or articles),
+	// every other question's exactly.
+	TitleMatchReference TitleMatch = "reference"
+)
+
+// ParseTitleMatch returns the title match named s ("" is
+// TitleMatchDistill).
+func ParseTitleMatch(s string) (TitleMatch, error) {
+	switch m := TitleMatch(s); m {
+	case "", TitleMatchDistill:
+		return TitleMatchDistill, nil
+	case TitleMatchReference:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown title match %q (want distill or reference)", s)
+}
+
+// titleKey returns what a title of q is compared by under m.
+func (m TitleMatch) titleKey(q data.Question) func(string) string {
+	if m == TitleMatchReference && q.Dataset == "triviaqa" {
+		return data.NormalizeAnswer
+	}
+	return func(t string) string { return t }
+}
+
 // Scorings lists the scoring conventions, the default first.
 func Scorings() []Scoring { return []Scoring{ScoringReference, ScoringSQuAD} }
 
@@ -331,6 +365,7 @@ func Compute(states []data.State, questions map[string]data.Question, usage []ll
 type scorer struct {
 	questions Questions
 	scoring   Scoring
+	titles    TitleMatch
 	tally     *tally
 	// keep says whether results keeps every result (Compute's); a
 	// benchmark streams them instead.
@@ -342,6 +377,8 @@ type scorer struct {
 	seen map[string]bool
 }
 
+// newScorer returns a scorer of questions; it compares titles exactly
+// unless its titles field is set.
 func newScorer(questions Questions, scoring Scoring, keep, check bool) *scorer {
 	s := &scorer{questions: questions, scoring: scoring, tally: newTally(), keep: keep}
 	if check {
@@ -372,7 +409,7 @@ func (s *scorer) add(rows []data.State) (QuestionResult, error) {
 	if s.seen != nil {
 		s.seen[id] = true
 	}
-	r, err := scoreQuestion(q, rows, s.scoring)
+	r, err := scoreQuestion(q, rows, s.scoring, s.titles)
 	if err != nil {
 		return QuestionResult{}, fmt.Errorf("compute metrics: question %s: %w", id, err)
 	}
@@ -393,8 +430,8 @@ func (s *scorer) metrics(usage []llm.Stats) Metrics {
 	return m
 }
 
-// scoreQuestion scores one question's rows.
-func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (QuestionResult, error) {
+// scoreQuestion scores one question's rows, comparing titles by titles.
+func scoreQuestion(q data.Question, rows []data.State, scoring Scoring, titles TitleMatch) (QuestionResult, error) {
 	rows = slices.Clone(rows)
 	slices.SortStableFunc(rows, func(a, b data.State) int { return cmp.Compare(a.Round, b.Round) })
 	var final, latest *data.State
@@ -448,9 +485,10 @@ func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (Questio
 		return r, nil // failed before its first judge call
 	}
 	r.Rounds = int(latest.Round)
+	key := titles.titleKey(q)
 	retrieved := make(map[string]bool, len(latest.Retrieved))
 	for _, d := range latest.Retrieved {
-		retrieved[d.Title] = true
+		retrieved[key(d.Title)] = true
 		// The document as the context would show it whole: its text and
 		// its "[title]" line, so that appending raw documents is a ratio
 		// of about 1.
@@ -458,7 +496,7 @@ func scoreQuestion(q data.Question, rows []data.State, scoring Scoring) (Questio
 	}
 	found := 0
 	for _, t := range q.GoldTitles {
-		if retrieved[t] {
+		if retrieved[key(t)] {
 			found++
 		}
 	}

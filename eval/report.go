@@ -40,6 +40,9 @@ type Report struct {
 	// Scoring is how EM and F1 treated empty answers (ScoringReference
 	// when empty, as in reports written before it was recorded).
 	Scoring Scoring `json:"scoring,omitempty"`
+	// TitleMatch is how gold titles were compared ("reference", or empty
+	// for exact titles).
+	TitleMatch TitleMatch `json:"title_match,omitempty"`
 	// Paired compares every variant with full question by question
 	// (ComparePaired); Bootstrap says how its intervals were computed.
 	Paired    []Paired   `json:"paired,omitempty"`

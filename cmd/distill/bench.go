@@ -42,6 +42,7 @@ func benchCommand() *cli.Command {
 		&cli.StringFlag{Name: "shard", Usage: "run only shard `i/n` of the questions (by a hash of the id); distill bench merge joins the shards"},
 		&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
 		scoringFlag(),
+		titleMatchFlag(),
 		&cli.StringFlag{Name: "judge", Value: "lexical", Usage: "the judge of full: " + strings.Join(judge.Kinds(), ", ")},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_MODEL"}},
 		&cli.StringFlag{Name: "judge-base-url", Usage: "judge server `URL`, with /v1 (--judge llm)", EnvVars: []string{"DISTILL_JUDGE_BASE_URL"}},
@@ -102,6 +103,7 @@ statistics when A and B are benchmark directories.`,
 				&cli.StringFlag{Name: "name", Usage: "the dataset's name in the report"},
 				&cli.BoolFlag{Name: "paper", Usage: "show the paper's HotpotQA (BM25) EM/F1 beside each variant"},
 				scoringFlag(),
+				titleMatchFlag(),
 			},
 			Action: benchMergeAction,
 		}},
@@ -179,6 +181,11 @@ func benchAction(c *cli.Context) error {
 	return printReportSummary(c, opts.Out)
 }
 
+// titleMatchFlag is --title-match, for bench and bench merge.
+func titleMatchFlag() cli.Flag {
+	return &cli.StringFlag{Name: "title-match", Value: string(eval.TitleMatchDistill), Usage: "how correct retrieval compares gold titles with those retrieved: distill (exactly) or reference (the authors' code: a TriviaQA question's titles normalised, lower case without punctuation or articles)"}
+}
+
 // printReportSummary prints the head of a benchmark's report (its title,
 // any warning, the results table) and where the whole of it is.
 func printReportSummary(c *cli.Context, out string) error {
@@ -218,8 +225,12 @@ func benchOptions(c *cli.Context) (eval.Options, error) {
 	if err != nil {
 		return eval.Options{}, usageErrorf("bench: --scoring: %w", err)
 	}
+	titles, err := eval.ParseTitleMatch(c.String("title-match"))
+	if err != nil {
+		return eval.Options{}, usageErrorf("bench: --title-match: %w", err)
+	}
 	opts := eval.Options{
-		Shard: shard, Scoring: scoring,
+		Shard: shard, Scoring: scoring, TitleMatch: titles,
 		Out: c.Path("out"), Limit: c.Int("limit"), Workers: c.Int("workers"), Parallel: c.Int("parallel"),
 		Resume: c.Bool("resume"), KeepFailed: c.Bool("no-retry-failed"), Logger: loggerFrom(c), Version: versionString(), Dataset: c.String("name"),
 	}
@@ -307,7 +318,11 @@ func benchMergeAction(c *cli.Context) error {
 	if err != nil {
 		return usageErrorf("bench merge: --scoring: %w", err)
 	}
-	opts := eval.Options{Version: versionString(), Dataset: c.String("name"), Scoring: scoring}
+	titles, err := eval.ParseTitleMatch(c.String("title-match"))
+	if err != nil {
+		return usageErrorf("bench merge: --title-match: %w", err)
+	}
+	opts := eval.Options{Version: versionString(), Dataset: c.String("name"), Scoring: scoring, TitleMatch: titles}
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
 	}
