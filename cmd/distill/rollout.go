@@ -300,6 +300,12 @@ func newRoles(c *cli.Context) (wiredRoles, error) {
 	}
 	w.info[1] = runner.Role{Name: c.String("extractor"), Model: specs.Extractor.Model, BaseURL: specs.Extractor.BaseURL}
 	w.info[2] = runner.Role{Name: c.String("reader"), Model: specs.Reader.Model, BaseURL: specs.Reader.BaseURL}
+	if spec.NoRepair && spec.Kind == "llm" { // other judges ignore it
+		w.info[0].Setting = "no-repair"
+	}
+	if specs.Reader.Kind == rollout.KindLLM && specs.ReaderInput == rollout.ReaderInputReference {
+		w.info[2].Setting = "reference-input"
+	}
 	prices, err := priceTable(c)
 	if err != nil {
 		return w, err

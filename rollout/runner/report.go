@@ -104,6 +104,10 @@ type Role struct {
 	Name    string `json:"name"`
 	Model   string `json:"model,omitempty"`
 	BaseURL string `json:"base_url,omitempty"`
+	// Setting names what else the caller set that changes the role's
+	// answers ("no-repair" for a judge asked once, "reference-input" for
+	// a reader shown every round); a resumed run must have the same.
+	Setting string `json:"setting,omitempty"`
 	Seen    []Seen `json:"seen,omitempty"`
 }
 
@@ -225,8 +229,8 @@ func sameRows(a, b Report, shards bool) error {
 		name string
 		x, y Role
 	}{{"judge", a.Roles.Judge, b.Roles.Judge}, {"extractor", a.Roles.Extractor, b.Roles.Extractor}, {"reader", a.Roles.Reader, b.Roles.Reader}} {
-		if r.x.Name != r.y.Name || r.x.Model != r.y.Model {
-			add(r.name, quote(strings.TrimSpace(r.x.Name+" "+r.x.Model)), quote(strings.TrimSpace(r.y.Name+" "+r.y.Model)))
+		if r.x.Name != r.y.Name || r.x.Model != r.y.Model || r.x.Setting != r.y.Setting {
+			add(r.name, quote(strings.TrimSpace(r.x.Name+" "+r.x.Model+" "+r.x.Setting)), quote(strings.TrimSpace(r.y.Name+" "+r.y.Model+" "+r.y.Setting)))
 		}
 	}
 	if len(diffs) == 0 {

@@ -210,7 +210,9 @@ func newRun(o Options) (*run, error) {
 	return r, nil
 }
 
-func configured(r Role) Role { return Role{Name: r.Name, Model: r.Model, BaseURL: r.BaseURL} }
+func configured(r Role) Role {
+	return Role{Name: r.Name, Model: r.Model, BaseURL: r.BaseURL, Setting: r.Setting}
+}
 
 // checkLoop rejects loop options that rollout.Run would reject on every
 // question, before anything is written.

@@ -408,6 +408,8 @@ func TestRunRefusesToMixRuns(t *testing.T) {
 		{"not empty without resume", func(o *Options) {}, ErrOutExists},
 		{"other policy", func(o *Options) { o.Resume, o.Loop.Policy = true, rollout.Fixed }, ErrMismatch},
 		{"other judge", func(o *Options) { o.Resume, o.Info.Judge.Name = true, "never" }, ErrMismatch},
+		{"judge asked once", func(o *Options) { o.Resume, o.Info.Judge.Setting = true, "no-repair" }, ErrMismatch},
+		{"other evidence layout", func(o *Options) { o.Resume, o.Loop.Evidence = true, data.LayoutReference }, ErrMismatch},
 		{"other shard", func(o *Options) { o.Resume, o.Shard = true, data.Shard{I: 0, N: 2} }, ErrMismatch},
 		{"other limit", func(o *Options) { o.Resume, o.Limit = true, 5 }, ErrMismatch},
 		{"other questions", func(o *Options) { o.Resume, o.Questions = true, Slice(makeQuestions(10, nil)) }, ErrMismatch},
