@@ -61,6 +61,10 @@ func joinNames[S ~string](names []S) string {
 	return strings.Join(parts, ", ")
 }
 
+// DatasetTriviaQA is the Question.Dataset of TriviaQA's questions, whose
+// loop and evaluation the authors' code treats apart.
+const DatasetTriviaQA = "triviaqa"
+
 // defaultDataset is the Question.Dataset a format's questions get unless
 // WithDataset names another.
 func (f QuestionFormat) defaultDataset() string {
@@ -72,7 +76,7 @@ func (f QuestionFormat) defaultDataset() string {
 	case QuestionsMuSiQue:
 		return "musique"
 	case QuestionsTriviaQA:
-		return "triviaqa"
+		return DatasetTriviaQA
 	}
 	return "flashrag"
 }

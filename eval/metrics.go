@@ -56,7 +56,7 @@ func ParseTitleMatch(s string) (TitleMatch, error) {
 
 // titleKey returns what a title of q is compared by under m.
 func (m TitleMatch) titleKey(q data.Question) func(string) string {
-	if m == TitleMatchReference && q.Dataset == "triviaqa" {
+	if m == TitleMatchReference && q.Dataset == data.DatasetTriviaQA {
 		return data.NormalizeAnswer
 	}
 	return func(t string) string { return t }

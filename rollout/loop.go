@@ -232,7 +232,7 @@ func (l *loop) read(ctx context.Context, round int, st *data.State) error {
 // step runs one retrieval round: query, retrieve, number, extract, append.
 // What it records goes to l.next, the state of the context it produces.
 func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
-	firstGap := l.opts.FirstGapOnly || (l.opts.QueryRule == QueryReference && l.q.Dataset == TriviaQA)
+	firstGap := l.opts.FirstGapOnly || (l.opts.QueryRule == QueryReference && l.q.Dataset == data.DatasetTriviaQA)
 	query := BuildQuery(l.q.Text, gaps, firstGap, l.opts.QueryRule)
 	l.queries = append(l.queries, query)
 	l.c.StartRound(query)
@@ -397,10 +397,6 @@ func (l *loop) search(ctx context.Context, query string) ([]retrieve.Hit, error)
 	}
 	return kept, nil
 }
-
-// TriviaQA is the Dataset of TriviaQA's questions, whose queries take one
-// gap item under QueryReference.
-const TriviaQA = "triviaqa"
 
 // BuildQuery writes the query of a round (METHOD step 3): the question, then
 // for each of the first QueryGaps gap items a phrase (gapPhrase), items

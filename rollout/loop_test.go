@@ -290,7 +290,7 @@ func TestLoopQueries(t *testing.T) {
 		{
 			name:     "reference rule, TriviaQA: the first gap alone",
 			opts:     Options{QueryRule: QueryReference},
-			dataset:  TriviaQA,
+			dataset:  data.DatasetTriviaQA,
 			script:   []judge.Result{insufficient(gaps...), sufficient()},
 			want:     []string{"Who is T? A a"},
 			wantGaps: 3,
@@ -305,7 +305,7 @@ func TestLoopQueries(t *testing.T) {
 		},
 		{
 			name:     "distill rule, TriviaQA: the first three",
-			dataset:  TriviaQA,
+			dataset:  data.DatasetTriviaQA,
 			script:   []judge.Result{insufficient(gaps...), sufficient()},
 			want:     []string{"Who is T? A a B b the C"},
 			wantGaps: 3,

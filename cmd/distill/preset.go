@@ -51,7 +51,7 @@ func referenceValues(command string, flag func(name string) string) map[string]a
 		switch name := flag("name"); {
 		case f == data.Questions2Wiki || name == "2wikimultihopqa" || name == "2wiki":
 			return map[string]any{"id-prefix": "2wiki_"}
-		case f == data.QuestionsTriviaQA || name == "triviaqa":
+		case f == data.QuestionsTriviaQA || name == data.DatasetTriviaQA:
 			return map[string]any{"triviaqa-value-only": true}
 		}
 	case "index":
