@@ -108,6 +108,8 @@ type questionConfig struct {
 	externalCorpus bool
 	// valueOnly: WithTriviaQAValueOnly.
 	valueOnly bool
+	// pages: WithTriviaQAPages.
+	pages string
 }
 
 // WithDataset sets the Dataset of every question read, instead of the
@@ -157,8 +159,12 @@ type QuestionReader struct {
 	// original layout.
 	external, original bool
 	valueOnly          bool
-	stream             *recordStream
-	stats              ReadStats
+	// pages is WithTriviaQAPages's folder; pagesRead the files of the
+	// pages already returned, each with the first question that names it.
+	pages     string
+	pagesRead map[string]bool
+	stream    *recordStream
+	stats     ReadStats
 	// last is the position of the record Next returned last, for callers
 	// in this package that report errors about it.
 	last rawRecord
@@ -173,7 +179,8 @@ func OpenQuestions(path string, format QuestionFormat, opts ...QuestionOption) (
 	for _, o := range opts {
 		o(&cfg)
 	}
-	r := &QuestionReader{path: path, format: format, dataset: cfg.dataset, external: cfg.externalCorpus, valueOnly: cfg.valueOnly}
+	r := &QuestionReader{path: path, format: format, dataset: cfg.dataset, external: cfg.externalCorpus, valueOnly: cfg.valueOnly,
+		pages: cfg.pages, pagesRead: map[string]bool{}}
 	var err error
 	if format == QuestionsTriviaQA {
 		if r.original, err = isTriviaQAOriginal(path); err != nil {
@@ -182,6 +189,11 @@ func OpenQuestions(path string, format QuestionFormat, opts ...QuestionOption) (
 	}
 	if r.valueOnly && !r.original {
 		return nil, fmt.Errorf("open questions %s: only TriviaQA's original layout has a NormalizedValue to keep as the one answer", path)
+	}
+	if r.pages != "" {
+		if err := r.checkPages(); err != nil {
+			return nil, err
+		}
 	}
 	if r.original {
 		r.stream, err = openMemberList(path, "Data", triviaTopLevel)

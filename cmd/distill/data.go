@@ -69,7 +69,8 @@ instead of a file.`,
 			&cli.StringFlag{Name: "dataset", Usage: "import a bundled dataset instead of --in: " + datasetSample},
 			&cli.StringFlag{Name: "name", Usage: "dataset name recorded with each question (default: the format's dataset)"},
 			&cli.BoolFlag{Name: "triviaqa-value-only", Usage: "TriviaQA (original layout): the normalized value as the one gold answer, as the authors' code scores it, not every alias"},
-			&cli.StringFlag{Name: "id-prefix", Usage: "put `PREFIX` before every passage id (2wiki_ names 2Wiki's passages as the authors' code does)"},
+			&cli.PathFlag{Name: "triviaqa-pages", Usage: "TriviaQA (original layout): the corpus is the questions' Wikipedia evidence pages, read from `DIR` (the rc release's evidence/wikipedia) and cut into passages of at most 800 characters; the pages' titles are the gold titles", TakesFile: true},
+			&cli.StringFlag{Name: "id-prefix", Usage: "put `PREFIX` before every passage id (2wiki_ and triviaqa_ name 2Wiki's and TriviaQA's passages as the authors' code does)"},
 			&cli.PathFlag{Name: "out", Usage: "output `DIR` (must be empty, or --overwrite)", EnvVars: []string{"DISTILL_OUT"}},
 			&cli.BoolFlag{Name: "overwrite", Usage: "replace what --out holds"},
 			&cli.BoolFlag{Name: "skip-bad", Usage: "count and report bad records instead of stopping at the first"},
@@ -107,7 +108,7 @@ instead of a file.`,
 			opts := dataset.ImportOptions{
 				In: c.Path("in"), Format: qf, Corpus: c.Path("corpus"), Out: out,
 				SkipBad: c.Bool("skip-bad"), Dataset: c.String("name"), Logger: loggerFrom(c), Overwrite: c.Bool("overwrite"),
-				IDPrefix: c.String("id-prefix"), TriviaQAValueOnly: c.Bool("triviaqa-value-only"),
+				IDPrefix: c.String("id-prefix"), TriviaQAValueOnly: c.Bool("triviaqa-value-only"), TriviaQAPages: c.Path("triviaqa-pages"),
 			}
 			if opts.Corpus != "" {
 				if opts.CorpusFormat, err = corpusFormat(opts.Corpus, c.String("corpus-format")); err != nil {

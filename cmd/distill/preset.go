@@ -52,6 +52,9 @@ func referenceValues(command string, flag func(name string) string) map[string]a
 		case f == data.Questions2Wiki || name == "2wikimultihopqa" || name == "2wiki":
 			return map[string]any{"id-prefix": "2wiki_"}
 		case f == data.QuestionsTriviaQA || name == data.DatasetTriviaQA:
+			if flag("triviaqa-pages") != "" { // the corpus is the pages' chunks
+				return map[string]any{"triviaqa-value-only": true, "id-prefix": "triviaqa_"}
+			}
 			return map[string]any{"triviaqa-value-only": true}
 		}
 	case "index":
@@ -80,9 +83,21 @@ func referenceValues(command string, flag func(name string) string) map[string]a
 // code that --preset reference does not reproduce yet (docs/reference.md
 // marks them "not yet"): the command says so when it runs under the preset.
 var referenceNotYet = map[string][]string{
-	"data import": {"the TriviaQA corpus of 800-character chunks"},
-	"rollout":     {"pysbd sentence splitting"},
-	"bench":       {"pysbd sentence splitting"},
+	"rollout": {"pysbd sentence splitting"},
+	"bench":   {"pysbd sentence splitting"},
+}
+
+// commandPath names c's command with the commands above it, below the
+// app ("data import"); urfave/cli's FullName gives the last name only.
+func commandPath(c *cli.Context) string {
+	var names []string
+	for _, x := range c.Lineage() {
+		if x.Command != nil && x.Command.Name != "" && x.Command.Name != c.App.Name {
+			names = append(names, x.Command.Name)
+		}
+	}
+	slices.Reverse(names)
+	return strings.Join(names, " ")
 }
 
 // applyPreset sets the flags of c's command that its --preset names and
@@ -91,19 +106,20 @@ func applyPreset(c *cli.Context) error {
 	if !slices.ContainsFunc(c.Command.Flags, func(f cli.Flag) bool { return f.Names()[0] == "preset" }) {
 		return nil
 	}
+	command := commandPath(c)
 	switch p := c.String("preset"); p {
 	case presetDistill:
 		return nil
 	case presetReference:
 	default:
-		return usageErrorf("%s: unknown --preset %q (want %s)", c.Command.FullName(), p, strings.Join(presetNames, " or "))
+		return usageErrorf("%s: unknown --preset %q (want %s)", command, p, strings.Join(presetNames, " or "))
 	}
-	if missing := referenceNotYet[c.Command.FullName()]; len(missing) > 0 {
+	if missing := referenceNotYet[command]; len(missing) > 0 {
 		loggerFrom(c).Warn("--preset reference does not reproduce these behaviours of the authors' code yet; distill's own apply (docs/reference.md)",
-			"command", c.Command.FullName(), "not_yet", strings.Join(missing, "; "))
+			"command", command, "not_yet", strings.Join(missing, "; "))
 	}
 	values := map[any]any{}
-	for name, v := range referenceValues(c.Command.FullName(), c.String) {
+	for name, v := range referenceValues(command, c.String) {
 		values[name] = v
 	}
 	if len(values) == 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"github.com/urfave/cli/v2/altsrc"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout/runner"
 )
@@ -66,6 +67,10 @@ func TestPresetValuesAreFlags(t *testing.T) {
 // the command line, the environment and a config file, and checks that a
 // flag given by hand wins over the preset.
 func TestPresetReference(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(t.TempDir())
 	loop := func(t *testing.T, out string) runner.Loop {
 		t.Helper()
@@ -133,6 +138,30 @@ func TestPresetReference(t *testing.T) {
 			}); got["id-prefix"] != "2wiki_" {
 				t.Errorf("data import --format %s: the preset sets %v, want --id-prefix 2wiki_", format, got)
 			}
+		}
+	})
+
+	t.Run("triviaqa corpus", func(t *testing.T) {
+		testdata, err := filepath.Abs(filepath.Join(cwd, "..", "..", "data", "testdata"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := runDistill(t, "--quiet", "data", "import", "--preset", "reference", "--format", "triviaqa", "--in", filepath.Join(testdata, "triviaqa.json"),
+			"--triviaqa-pages", filepath.Join(testdata, "triviaqa_pages"), "--out", "trivia"); r.code != 0 {
+			t.Fatalf("data import: exit %d, stderr %q", r.code, r.stderr)
+		}
+		passages, err := data.ReadParquet[data.Passage](filepath.Join("trivia", data.CorpusFile))
+		if err != nil || len(passages) == 0 {
+			t.Fatalf("corpus: %d passages, %v", len(passages), err)
+		}
+		for _, p := range passages {
+			if !strings.HasPrefix(p.ID, "triviaqa_") {
+				t.Errorf("passage id %q, want the prefix triviaqa_", p.ID)
+			}
+		}
+		questions, err := data.ReadParquet[data.Question](filepath.Join("trivia", data.QuestionsFile))
+		if err != nil || len(questions) == 0 || len(questions[0].Answers) != 1 {
+			t.Errorf("questions %+v, %v; want the normalized value as the one answer", questions, err)
 		}
 	})
 

@@ -5,7 +5,6 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"github.com/distill-rag/distill/data"
 	"io"
 	"log/slog"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/outdir"
 )
 
@@ -48,8 +48,15 @@ type ImportOptions struct {
 	// TriviaQAValueOnly keeps a TriviaQA question's NormalizedValue as
 	// its only gold answer (data.WithTriviaQAValueOnly).
 	TriviaQAValueOnly bool
-	// IDPrefix is put before every passage id ("2wiki_", as the authors'
-	// code names 2WikiMultiHopQA's passages).
+	// TriviaQAPages, for TriviaQA's original layout, is the folder of its
+	// Wikipedia evidence pages (the rc release's evidence/wikipedia): the
+	// corpus is then the questions' pages in chunks of at most
+	// data.TriviaQAChunkChars, and their titles the gold titles
+	// (data.WithTriviaQAPages). It cannot go with Corpus.
+	TriviaQAPages string
+	// IDPrefix is put before every passage id, the questions' gold doc
+	// ids included ("2wiki_" and "triviaqa_", as the authors' code names
+	// 2WikiMultiHopQA's and TriviaQA's passages).
 	IDPrefix string
 	// Logger receives progress and skipped records; nil discards them.
 	Logger *slog.Logger
@@ -143,9 +150,13 @@ func (im *importer) check() error {
 		return fmt.Errorf("unknown question format %q (valid: %s)", o.Format, joinNames(data.QuestionFormats()))
 	case o.Corpus != "" && !slices.Contains(data.CorpusFormats(), o.CorpusFormat):
 		return fmt.Errorf("unknown corpus format %q (valid: %s)", o.CorpusFormat, joinNames(data.CorpusFormats()))
+	case o.TriviaQAPages != "" && o.Format != data.QuestionsTriviaQA:
+		return fmt.Errorf("evidence pages are read for TriviaQA questions only, not %s", o.Format)
+	case o.TriviaQAPages != "" && o.Corpus != "":
+		return errors.New("the TriviaQA evidence pages make the corpus: give them or a corpus file, not both")
 	}
 	// Missing inputs are told before the output directory is looked at.
-	for _, in := range []string{o.In, o.Corpus} {
+	for _, in := range []string{o.In, o.Corpus, o.TriviaQAPages} {
 		if in == "" {
 			continue
 		}
@@ -165,6 +176,9 @@ func (im *importer) run(ctx context.Context) error {
 	}
 	if o.TriviaQAValueOnly {
 		qopts = append(qopts, data.WithTriviaQAValueOnly())
+	}
+	if o.TriviaQAPages != "" {
+		qopts = append(qopts, data.WithTriviaQAPages(o.TriviaQAPages))
 	}
 	qr, err := data.OpenQuestions(o.In, o.Format, qopts...)
 	if err != nil {
@@ -241,6 +255,9 @@ func (im *importer) questions(ctx context.Context, qr *data.QuestionReader) erro
 			continue
 		}
 		im.qids[q.ID] = struct{}{}
+		for i, id := range q.GoldDocIDs {
+			q.GoldDocIDs[i] = im.opts.IDPrefix + id
+		}
 		im.gold = append(im.gold, q.GoldTitles)
 		if !im.anyTitle {
 			for _, t := range q.GoldTitles {

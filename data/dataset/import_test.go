@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -187,9 +188,64 @@ func TestImportIDPrefix(t *testing.T) {
 	if err != nil || len(passages) == 0 {
 		t.Fatalf("corpus: %d passages, %v", len(passages), err)
 	}
+	ids := map[string]bool{}
 	for _, p := range passages {
 		if want := fmt.Sprintf("2wiki_%x", sha1.Sum([]byte(p.Title+"\n"+p.Text))); p.ID != want {
 			t.Errorf("passage %q: id %q, want %q", p.Title, p.ID, want)
+		}
+		ids[p.ID] = true
+	}
+	// The questions' gold doc ids name the passages as the corpus does.
+	questions, err := data.ReadParquet[data.Question](res.QuestionsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold := 0
+	for _, q := range questions {
+		for _, id := range q.GoldDocIDs {
+			gold++
+			if !ids[id] {
+				t.Errorf("question %s: gold doc id %s is not in the corpus", q.ID, id)
+			}
+		}
+	}
+	if gold == 0 {
+		t.Error("no gold doc id to check")
+	}
+}
+
+// TestImportTriviaQAPages builds TriviaQA's corpus from its evidence
+// pages: chunks of at most 800 characters, named "triviaqa_" +
+// sha1(title + "\n" + text) under the prefix, the pages' titles as gold
+// titles.
+func TestImportTriviaQAPages(t *testing.T) {
+	res, err := Import(t.Context(), ImportOptions{In: "../testdata/triviaqa.json", Format: data.QuestionsTriviaQA, Out: t.TempDir(),
+		TriviaQAPages: "../testdata/triviaqa_pages", IDPrefix: "triviaqa_", TriviaQAValueOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Questions != 2 || res.QuestionsWithAllGoldTitles != 1 || res.QuestionsMissingGoldTitles != 0 {
+		t.Errorf("questions %d, with all gold titles %d, missing %d; want 2, 1, 0", res.Questions, res.QuestionsWithAllGoldTitles, res.QuestionsMissingGoldTitles)
+	}
+	passages, err := data.ReadParquet[data.Passage](res.CorpusPath)
+	if err != nil || len(passages) < 3 {
+		t.Fatalf("corpus: %d passages, %v; want the page's chunks", len(passages), err)
+	}
+	for _, p := range passages {
+		if want := fmt.Sprintf("triviaqa_%x", sha1.Sum([]byte(p.Title+"\n"+p.Text))); p.ID != want || p.Title != "Andrew Lloyd Webber" {
+			t.Errorf("passage %q titled %q, want id %q of the page Andrew Lloyd Webber", p.ID, p.Title, want)
+		}
+		if n := utf8.RuneCountInString(p.Text); n > data.TriviaQAChunkChars {
+			t.Errorf("passage %s: %d characters", p.ID, n)
+		}
+	}
+	for _, bad := range []ImportOptions{
+		{In: "../testdata/triviaqa.json", Format: data.QuestionsTriviaQA, TriviaQAPages: "../testdata/triviaqa_pages", Corpus: "../testdata/corpus.jsonl", CorpusFormat: data.CorpusJSONL},
+		{In: "../testdata/hotpotqa.json", Format: data.QuestionsHotpotQA, TriviaQAPages: "../testdata/triviaqa_pages"},
+	} {
+		bad.Out = t.TempDir()
+		if _, err := Import(t.Context(), bad); err == nil {
+			t.Errorf("import %s with pages and corpus %q: no error", bad.In, bad.Corpus)
 		}
 	}
 }
