@@ -55,6 +55,7 @@ e2e: e2e-slow e2e-shards e2e-models e2e-train e2e-opensearch e2e-browser e2e-pee
 e2e-models: models
 	@mkdir -p bin
 	DISTILL_E2E_REPORT=$(CURDIR)/bin/e2e-models.md $(GO) test -tags e2e -run 'TestRealModels' -v -count=1 -timeout 90m ./cmd/distill
+	DISTILL_PYSBD_PYTHON=$${DISTILL_MODELS_CACHE:-$(CURDIR)/.cache/models}/venv/bin/python $(GO) test -tags e2e -run 'TestRealPysbd' -v -count=1 ./rollout/pysbd
 
 # model-roles measures each local chat model as judge, extractor, reader
 # and teacher (cmd/distill/e2e_roles_test.go) and writes the table to

@@ -255,7 +255,12 @@ func (l *loop) step(ctx context.Context, round int, gaps []data.GapItem) error {
 	next := &l.next
 	next.RetrieveMS = ms(d)
 
-	numbered := number(hits, l.opts.MaxSentences)
+	numbered, err := number(hits, l.opts.MaxSentences, l.opts.Splitter)
+	if err != nil {
+		// As a model role's: a splitter that fails on every question (its
+		// process gone) stops the run after a few in a row.
+		return roleError(ctx, "splitter", round, err)
+	}
 	sentences := fitCandidates(l.q.Text, numbered, l.opts.CandidateTokens)
 	next.Candidates = int32(len(sentences))
 	next.CandidatesTrimmed = int32(len(numbered) - len(sentences))
@@ -440,14 +445,32 @@ func gapPhrase(g data.GapItem, rule QueryRule) string {
 }
 
 // number splits the retrieved documents into sentences, at most maxPerDoc
-// per document (the passage's own split when it has one), and numbers them
-// globally from 1. Blank sentences are not shown; indexes stay those of the
+// per document (the passage's own split when it has one, unless a
+// splitter is given: it splits every text), and numbers them globally
+// from 1. Blank sentences are not shown; indexes stay those of the
 // document.
-func number(hits []retrieve.Hit, maxPerDoc int) []Numbered {
+func number(hits []retrieve.Hit, maxPerDoc int, splitter Splitter) ([]Numbered, error) {
+	var split [][]string
+	if splitter != nil && len(hits) > 0 {
+		texts := make([]string, len(hits))
+		for i, h := range hits {
+			texts[i] = h.Text
+		}
+		var err error
+		if split, err = splitter.Split(texts); err != nil {
+			return nil, err
+		}
+		if len(split) != len(hits) {
+			return nil, fmt.Errorf("%s split %d texts into %d", splitter.Name(), len(hits), len(split))
+		}
+	}
 	var out []Numbered
-	for _, h := range hits {
+	for d, h := range hits {
 		sentences := h.Sentences
-		if len(sentences) == 0 {
+		switch {
+		case split != nil:
+			sentences = split[d]
+		case len(sentences) == 0:
 			sentences = data.Sentences(h.Text)
 		}
 		for i, s := range sentences[:min(len(sentences), maxPerDoc)] {
@@ -459,7 +482,7 @@ func number(hits []retrieve.Hit, maxPerDoc int) []Numbered {
 			out = append(out, Numbered{ID: id, Evidence: e, Line: NumberedLine(id, e)})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // clampID fits an id given by a model into an int32 column.

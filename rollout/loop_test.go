@@ -621,6 +621,48 @@ func TestLoopNumbering(t *testing.T) {
 	}
 }
 
+// barSplitter splits texts at "|": a Splitter for the loop's tests.
+type barSplitter struct{ err error }
+
+func (s barSplitter) Split(texts []string) ([][]string, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	out := make([][]string, len(texts))
+	for i, t := range texts {
+		out[i] = strings.Split(t, "|")
+	}
+	return out, nil
+}
+
+func (barSplitter) Name() string { return "bar" }
+
+// TestLoopSplitter: a splitter splits every document's text, its own
+// sentences ignored; a splitter's failure fails the question as a role's.
+func TestLoopSplitter(t *testing.T) {
+	f := newFakes(insufficient(), sufficient())
+	f.retriever.corpus = []data.Passage{
+		{ID: "a", Title: "Alpha", Text: "One. Two.|Three", Sentences: []string{"One.", "Two.", "Three"}},
+		{ID: "b", Title: "Beta", Text: "Four"},
+	}
+	run(t, f, Options{Splitter: barSplitter{}})
+	var lines []string
+	for _, s := range f.extractor.calls[0].sentences {
+		lines = append(lines, s.Line)
+	}
+	want := []string{"[1] (Alpha | s#0) One. Two.", "[2] (Alpha | s#1) Three", "[3] (Beta | s#0) Four"}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("numbered lines (-want +got):\n%s", diff)
+	}
+
+	boom := errors.New("boom")
+	_, err := Run(t.Context(), testQuestion, newFakes(insufficient()).roles(), Options{Splitter: barSplitter{err: boom}})
+	var re *RoleError
+	if !errors.Is(err, boom) || !errors.As(err, &re) || re.Role != "splitter" || re.Round != 0 {
+		t.Errorf("got %v, want the splitter's failure as a *RoleError of round 0", err)
+	}
+}
+
 func TestNumberedLine(t *testing.T) {
 	tests := []struct {
 		id   int

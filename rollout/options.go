@@ -116,6 +116,10 @@ type Options struct {
 	// sentences are appended in retrieval order, each document's in
 	// sentence order, as the authors' code appends them.
 	Evidence data.Layout
+	// Splitter, when set, splits every retrieved document's text into
+	// sentences in place of the passage's own split and
+	// data.SplitSentences (rollout/pysbd: the authors' pysbd).
+	Splitter Splitter
 	// Dedup says which documents count as seen (default by doc id).
 	Dedup Dedup
 	// Policy says when to stop (default EarlyStop).
@@ -134,6 +138,15 @@ type Options struct {
 	// and the state records how many (data.State.CandidatesTrimmed).
 	// Budgets.Apply sets both from a model's context window.
 	CandidateTokens int
+}
+
+// Splitter splits documents into sentences (Options.Splitter). Split
+// returns the sentences of each text, in order; an error fails the
+// question, as a role's does. Name names it in run.json.
+// It is called from the loops of every worker at once.
+type Splitter interface {
+	Split(texts []string) ([][]string, error)
+	Name() string
 }
 
 // ErrOptions is the cause of errors about bad Options.

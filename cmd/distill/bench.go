@@ -151,6 +151,12 @@ func benchAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	splitter, stopSplitter, err := openSplitter(c, "bench")
+	if err != nil {
+		return err
+	}
+	defer stopSplitter()
+	models.splitter = splitter
 	if dir := c.Path("judge-from"); dir != "" {
 		h, err := judge.ReadHandback(dir)
 		if err != nil {
@@ -374,6 +380,7 @@ func benchCompareAction(c *cli.Context) error {
 type benchModels struct {
 	c         *cli.Context
 	retriever rollout.Retriever
+	splitter  rollout.Splitter // every variant's
 	models    *llm.Dialer
 	// judge and base are the resolved specs of --judge (or --judge-from)
 	// and --base-judge, opened once per variant, with the other roles.
@@ -446,6 +453,7 @@ func (m *benchModels) setup(variant string) (eval.Setup, error) {
 	if err != nil {
 		return eval.Setup{}, err
 	}
+	loop.Splitter = m.splitter
 	s := eval.Setup{Retriever: m.retriever, Loop: loop}
 	if s.Judge, err = m.judgeOf(variant, "judge", m.judge); err != nil {
 		return s, err

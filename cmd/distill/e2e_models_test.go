@@ -24,6 +24,7 @@ import (
 	"github.com/distill-rag/distill/label"
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/pysbd"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
@@ -175,7 +176,8 @@ func TestRealModels(t *testing.T) {
 	// The authors' behaviour with a model judge and reader: --preset
 	// reference on index and bench (Porter and Lucene's norms; the
 	// reference query rule, evidence layout and reader input; no judge
-	// repair), on two questions of one retrieval. The extractor is the
+	// repair; pysbd, from the models' Python that the servers' env names),
+	// on two questions of one retrieval. The extractor is the
 	// built-in one, so that there is evidence to lay out: SmolLM2 as
 	// extractor lists every id until its tokens run out.
 	refIndex, benchRef := filepath.Join(ds, "bm25-reference"), filepath.Join(dir, "bench-reference")
@@ -219,8 +221,8 @@ func checkReferenceRun(t *testing.T, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Config.Loop.QueryRule != "reference" || rep.Config.Loop.Evidence != "reference" {
-		t.Errorf("run.json loop %+v: want the reference query rule and evidence layout", rep.Config.Loop)
+	if l := rep.Config.Loop; l.QueryRule != "reference" || l.Evidence != "reference" || l.Splitter != "pysbd "+pysbd.Version {
+		t.Errorf("run.json loop %+v: want the reference query rule and evidence layout, and pysbd %s", l, pysbd.Version)
 	}
 	rows, err := data.ReadParquet[data.State](filepath.Join(dir, runner.TrajectoriesFile))
 	if err != nil {

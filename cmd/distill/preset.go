@@ -63,9 +63,9 @@ func referenceValues(command string, flag func(name string) string) map[string]a
 		}
 		return map[string]any{"stemmer": "porter", "lucene-norms": true}
 	case "rollout":
-		return map[string]any{"policy": "fixed", "query-rule": "reference", "judge-no-repair": true, "evidence-layout": "reference", "reader-input": "reference"}
+		return map[string]any{"policy": "fixed", "query-rule": "reference", "judge-no-repair": true, "evidence-layout": "reference", "reader-input": "reference", "splitter": "pysbd"}
 	case "bench":
-		return map[string]any{"query-rule": "reference", "judge-no-repair": true, "evidence-layout": "reference", "reader-input": "reference", "title-match": "reference"}
+		return map[string]any{"query-rule": "reference", "judge-no-repair": true, "evidence-layout": "reference", "reader-input": "reference", "title-match": "reference", "splitter": "pysbd"}
 	case "label":
 		return map[string]any{"skip-empty": true, "samples": 1, "temperature": 0.0, "max-tokens": 512, "max-attempts": 3}
 	case "filter":
@@ -77,14 +77,6 @@ func referenceValues(command string, flag func(name string) string) map[string]a
 		return map[string]any{"target-json": "spaced"}
 	}
 	return nil
-}
-
-// referenceNotYet names, for a command, the behaviours of the authors'
-// code that --preset reference does not reproduce yet (docs/reference.md
-// marks them "not yet"): the command says so when it runs under the preset.
-var referenceNotYet = map[string][]string{
-	"rollout": {"pysbd sentence splitting"},
-	"bench":   {"pysbd sentence splitting"},
 }
 
 // commandPath names c's command with the commands above it, below the
@@ -113,10 +105,6 @@ func applyPreset(c *cli.Context) error {
 	case presetReference:
 	default:
 		return usageErrorf("%s: unknown --preset %q (want %s)", command, p, strings.Join(presetNames, " or "))
-	}
-	if missing := referenceNotYet[command]; len(missing) > 0 {
-		loggerFrom(c).Warn("--preset reference does not reproduce these behaviours of the authors' code yet; distill's own apply (docs/reference.md)",
-			"command", command, "not_yet", strings.Join(missing, "; "))
 	}
 	values := map[any]any{}
 	for name, v := range referenceValues(command, c.String) {

@@ -106,7 +106,9 @@ func TestPresetReference(t *testing.T) {
 			if tt.env != "" {
 				t.Setenv("DISTILL_PRESET", tt.env)
 			}
-			args := append(append(global, "--quiet", "rollout", "--limit", "3", "--out", out), tt.args...)
+			// pysbd, the preset's splitter, is not installed for make test:
+			// distill's is set by hand (the "pysbd" case below).
+			args := append(append(global, "--quiet", "rollout", "--limit", "3", "--out", out, "--splitter", "distill"), tt.args...)
 			if r := runDistill(t, args...); r.code != 0 {
 				t.Fatalf("rollout: exit %d, stderr %q", r.code, r.stderr)
 			}
@@ -115,6 +117,16 @@ func TestPresetReference(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("pysbd", func(t *testing.T) {
+		// The preset asks for pysbd; without it the run stops at once and
+		// says how to give it.
+		t.Setenv("DISTILL_PYSBD_PYTHON", filepath.Join(t.TempDir(), "no-python"))
+		r := runDistill(t, "--quiet", "rollout", "--preset", "reference", "--limit", "1", "--out", "pysbd")
+		if r.code == 0 || !strings.Contains(r.stderr, "--splitter pysbd") || !strings.Contains(r.stderr, "--pysbd-python") {
+			t.Errorf("exit %d, stderr %q; want a failure naming --splitter pysbd and --pysbd-python", r.code, r.stderr)
+		}
+	})
 
 	t.Run("index", func(t *testing.T) {
 		if r := runDistill(t, "--quiet", "index", "--preset", "reference", "--dataset", "sample", "--out", "idx"); r.code != 0 {

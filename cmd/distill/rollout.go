@@ -17,6 +17,7 @@ import (
 	"github.com/distill-rag/distill/llm"
 	"github.com/distill-rag/distill/retrieve/bm25"
 	"github.com/distill-rag/distill/rollout"
+	"github.com/distill-rag/distill/rollout/pysbd"
 	"github.com/distill-rag/distill/rollout/runner"
 )
 
@@ -106,6 +107,12 @@ func rolloutAction(c *cli.Context) error {
 	opts.Roles = roles.roles
 	opts.Info.Judge, opts.Info.Extractor, opts.Info.Reader = roles.info[0], roles.info[1], roles.info[2]
 	opts.Usage = roles.usage
+	splitter, stopSplitter, err := openSplitter(c, "rollout")
+	if err != nil {
+		return err
+	}
+	defer stopSplitter()
+	opts.Loop.Splitter = splitter
 
 	// Questions, index and output.
 	questions, err := questionsFlags(c, "rollout", opts.Out)
@@ -175,6 +182,31 @@ func loopFlags() []cli.Flag {
 		&cli.StringFlag{Name: "dedup", Value: rollout.DedupDocID.String(), Usage: "documents seen before are skipped by doc-id or by title"},
 		&cli.StringFlag{Name: "evidence-layout", Value: string(data.LayoutDistill), Usage: "how the evidence context is written: distill (a block per title, \"[title]\" then one sentence a line, a block already there not added) or reference (the authors' code: a block per document in retrieval order, \"[title] EVIDENCE:\" then \"- sentence\" lines, a round's blocks joined by \"---\", a round left out only when all of it is there)"},
 		&cli.BoolFlag{Name: "judge-no-repair", Usage: "an LLM judge's unusable answer counts as insufficient with no gap items at once, without asking the model again (the authors' code)"},
+		&cli.StringFlag{Name: "splitter", Value: splitterDistill, Usage: "how retrieved documents are split into sentences: distill (the passage's own split, else distill's rule-based splitter) or pysbd (the authors' code: every text cut at blank lines and split by pysbd, run in Python: --pysbd-python)"},
+		&cli.StringFlag{Name: "pysbd-python", Value: "python3", EnvVars: []string{"DISTILL_PYSBD_PYTHON"}, Usage: "with --splitter pysbd, the Python `INTERPRETER` that has pysbd (pip install pysbd==" + pysbd.Version + "; make models installs it in .cache/models/venv)"},
+	}
+}
+
+// The values of --splitter.
+const (
+	splitterDistill = "distill"
+	splitterPysbd   = "pysbd"
+)
+
+// openSplitter starts the sentence splitter --splitter names (nil for
+// distill's own); stop ends it.
+func openSplitter(c *cli.Context, cmd string) (splitter rollout.Splitter, stop func(), err error) {
+	switch name := c.String("splitter"); name {
+	case splitterDistill:
+		return nil, func() {}, nil
+	case splitterPysbd:
+		s, err := pysbd.Start(c.Context, c.String("pysbd-python"))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: --splitter pysbd: %w (--pysbd-python names the Python that has it)", cmd, err)
+		}
+		return s, func() { s.Close() }, nil
+	default:
+		return nil, nil, usageErrorf("%s: unknown --splitter %q (want %s or %s)", cmd, name, splitterDistill, splitterPysbd)
 	}
 }
 

@@ -70,6 +70,9 @@ type Loop struct {
 	// Evidence is "reference" for the authors' evidence layout, empty for
 	// distill's (as runs before the option recorded it).
 	Evidence string `json:"evidence_layout,omitempty"`
+	// Splitter names the sentence splitter when it is not distill's
+	// ("pysbd 0.3.4"; rollout.Options.Splitter).
+	Splitter string `json:"splitter,omitempty"`
 }
 
 func loopConfig(o rollout.Options) Loop {
@@ -93,6 +96,9 @@ func loopConfig(o rollout.Options) Loop {
 	}
 	if o.Evidence != "" && o.Evidence != data.LayoutDistill {
 		l.Evidence = string(o.Evidence)
+	}
+	if o.Splitter != nil {
+		l.Splitter = o.Splitter.Name()
 	}
 	return l
 }

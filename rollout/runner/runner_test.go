@@ -389,6 +389,15 @@ func TestRunResumeAfterKill(t *testing.T) {
 	}
 }
 
+// namedSplitter is a rollout.Splitter that only has a name: the runs it
+// is given to are refused before any text is split.
+type namedSplitter string
+
+func (s namedSplitter) Split([]string) ([][]string, error) {
+	return nil, errors.New("not to be called")
+}
+func (s namedSplitter) Name() string { return string(s) }
+
 func TestRunRefusesToMixRuns(t *testing.T) {
 	qs := makeQuestions(20, nil)
 	roles, _ := fakeRoles()
@@ -410,6 +419,7 @@ func TestRunRefusesToMixRuns(t *testing.T) {
 		{"other judge", func(o *Options) { o.Resume, o.Info.Judge.Name = true, "never" }, ErrMismatch},
 		{"judge asked once", func(o *Options) { o.Resume, o.Info.Judge.Setting = true, "no-repair" }, ErrMismatch},
 		{"other evidence layout", func(o *Options) { o.Resume, o.Loop.Evidence = true, data.LayoutReference }, ErrMismatch},
+		{"other sentence splitter", func(o *Options) { o.Resume, o.Loop.Splitter = true, namedSplitter("pysbd 0.3.4") }, ErrMismatch},
 		{"other shard", func(o *Options) { o.Resume, o.Shard = true, data.Shard{I: 0, N: 2} }, ErrMismatch},
 		{"other limit", func(o *Options) { o.Resume, o.Limit = true, 5 }, ErrMismatch},
 		{"other questions", func(o *Options) { o.Resume, o.Questions = true, Slice(makeQuestions(10, nil)) }, ErrMismatch},
