@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -41,6 +40,13 @@ type Options struct {
 	// metrics and the traces.
 	Questions runner.Questions
 	ByID      Questions
+	// QuestionsFile, when set, is a questions file (distill data
+	// import's) that Run reads in place of Questions and ByID: streamed
+	// for the runs, and held on disk by id for the report
+	// (data.QuestionStore, in $TMPDIR, removed when Run returns), so that
+	// memory does not grow with the questions. An empty Dataset becomes
+	// the dataset its questions name.
+	QuestionsFile string
 	// Dataset names the questions in the report.
 	Dataset string
 	// Setup makes the variants; SetupFor, when set, makes each variant's
@@ -123,6 +129,13 @@ type Summary struct {
 // refused credentials) ends it, and the variants' checkpoints let Resume
 // continue.
 func Run(ctx context.Context, opts Options) (Summary, error) {
+	if opts.QuestionsFile != "" {
+		store, err := opts.openQuestions()
+		if err != nil {
+			return Summary{}, err
+		}
+		defer store.Close()
+	}
 	if err := opts.check(); err != nil {
 		return Summary{}, err
 	}
@@ -159,6 +172,30 @@ func Run(ctx context.Context, opts Options) (Summary, error) {
 		return Summary{}, err
 	}
 	return sum, od.Close()
+}
+
+// openQuestions sets Questions and ByID from QuestionsFile, and Dataset
+// when it is empty; the caller closes the store.
+func (o *Options) openQuestions() (*data.QuestionStore, error) {
+	if o.Questions != nil || o.ByID != nil {
+		return nil, fmt.Errorf("questions given twice, as a file and as values: %w", ErrOptions)
+	}
+	o.Questions = runner.QuestionsFile(o.QuestionsFile)
+	store, err := data.StoreQuestions(func(yield func(data.Question, error) bool) {
+		for q, err := range o.Questions {
+			if err == nil && o.Dataset == "" {
+				o.Dataset = q.Dataset
+			}
+			if !yield(q, err) {
+				return
+			}
+		}
+	}, "")
+	if err != nil {
+		return nil, err
+	}
+	o.ByID = store
+	return store, nil
 }
 
 // run runs the variants in the output directory that Run holds, and
@@ -487,6 +524,13 @@ func rolesOf(rep runner.Report) map[string]string {
 func MergeShards(ctx context.Context, out string, inputs []string, opts Options) (Summary, error) {
 	if len(inputs) == 0 || out == "" {
 		return Summary{}, fmt.Errorf("merge: no inputs or no output directory: %w", ErrOptions)
+	}
+	if opts.QuestionsFile != "" {
+		store, err := opts.openQuestions()
+		if err != nil {
+			return Summary{}, err
+		}
+		defer store.Close()
 	}
 	if opts.ByID == nil {
 		return Summary{}, fmt.Errorf("merge: no questions: %w", ErrOptions)

@@ -298,3 +298,36 @@ func TestBenchRunsEveryQuestion(t *testing.T) {
 		t.Errorf("got %d questions, want all %d", got, PaperLimit+30)
 	}
 }
+
+// TestBenchQuestionsFile reads the questions from a file: the runs stream
+// it, the report finds them by id, and the dataset is the questions' own.
+func TestBenchQuestionsFile(t *testing.T) {
+	setup, w := sampleSetup(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, data.QuestionsFile)
+	qw, err := data.CreateParquet[data.Question](path, data.KindQuestions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := qw.Write(w.Questions[:20]); err != nil {
+		t.Fatal(err)
+	}
+	if err := qw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{QuestionsFile: path, Setup: setup, Out: filepath.Join(dir, "bench"), Variants: []string{"full"}}
+	sum, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := sum.Report.Variants[0].Metrics; m.Questions != 20 || m.Failed != 0 {
+		t.Errorf("%d questions, %d failed; want 20, 0", m.Questions, m.Failed)
+	}
+	if got := sum.Report.Dataset; got != w.Questions[0].Dataset {
+		t.Errorf("dataset %q, want the questions' %q", got, w.Questions[0].Dataset)
+	}
+	opts.Questions, opts.Out = runner.Slice(w.Questions), filepath.Join(dir, "twice")
+	if _, err := Run(t.Context(), opts); !errors.Is(err, ErrOptions) {
+		t.Errorf("questions as a file and as values: got %v, want ErrOptions", err)
+	}
+}

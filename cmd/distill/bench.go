@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,13 +130,7 @@ func benchAction(c *cli.Context) error {
 	}
 
 	// Questions and index.
-	passages, err := benchQuestions(c, &opts)
-	if err != nil {
-		return err
-	}
-	if store, ok := opts.ByID.(io.Closer); ok {
-		defer store.Close()
-	}
+	passages := benchQuestions(c, &opts)
 	if questionsPath == "" && opts.Out == "" {
 		opts.Out = defaultBenchOut
 	}
@@ -270,28 +263,12 @@ func benchIndex(c *cli.Context, opts *eval.Options, passages []data.Passage) (ro
 	return x, cleanup, nil
 }
 
-// benchQuestions loads --questions (or the sample) into opts and returns
-// the sample's passages when it is the sample. The questions of a file go
-// to a data.QuestionStore (on disk, in $TMPDIR), so that memory does not
-// grow with them; the caller closes opts.ByID when it is an io.Closer.
-func benchQuestions(c *cli.Context, opts *eval.Options) ([]data.Passage, error) {
+// benchQuestions names --questions in opts (eval.Run reads the file), or
+// puts the sample's questions there and returns its passages.
+func benchQuestions(c *cli.Context, opts *eval.Options) []data.Passage {
 	if path := c.Path("questions"); path != "" {
-		opts.Questions = runner.QuestionsFile(path)
-		store, err := data.StoreQuestions(func(yield func(data.Question, error) bool) {
-			for q, err := range opts.Questions {
-				if err == nil && opts.Dataset == "" {
-					opts.Dataset = q.Dataset
-				}
-				if !yield(q, err) {
-					return
-				}
-			}
-		}, "")
-		if err != nil {
-			return nil, err
-		}
-		opts.ByID = store
-		return nil, nil
+		opts.QuestionsFile = path
+		return nil
 	}
 	w := synth.Sample()
 	byID := make(data.QuestionMap, len(w.Questions))
@@ -302,7 +279,7 @@ func benchQuestions(c *cli.Context, opts *eval.Options) ([]data.Passage, error) 
 	if opts.Dataset == "" {
 		opts.Dataset = datasetSample + " (synthetic, built in)"
 	}
-	return w.Passages, nil
+	return w.Passages
 }
 
 func benchMergeAction(c *cli.Context) error {
@@ -332,12 +309,7 @@ func benchMergeAction(c *cli.Context) error {
 	if c.Bool("paper") {
 		opts.Paper = eval.PaperHotpotQABM25()
 	}
-	if _, err := benchQuestions(c, &opts); err != nil {
-		return err
-	}
-	if store, ok := opts.ByID.(io.Closer); ok {
-		defer store.Close()
-	}
+	benchQuestions(c, &opts)
 	if _, err = eval.MergeShards(c.Context, out, c.Args().Slice(), opts); err != nil {
 		return mergeError("bench merge", "bench merge: ", out, err, eval.ErrOptions)
 	}
