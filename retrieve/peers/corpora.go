@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,27 +125,7 @@ func writeCorpusFile(dir, path string, queries []string) (int, int, error) {
 func writeFiles(dir string, src interface {
 	Next() (data.Passage, error)
 }, queries []string) (int, int, error) {
-	n := 0
-	err := benchfile.Write(filepath.Join(dir, corpusFile), func(w *bufio.Writer) error {
-		enc := json.NewEncoder(w)
-		for {
-			p, err := src.Next()
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			n++
-			if err := enc.Encode(struct {
-				ID    string `json:"id"`
-				Title string `json:"title"`
-				Text  string `json:"text"`
-			}{p.ID, p.Title, p.Text}); err != nil {
-				return err
-			}
-		}
-	})
+	n, err := benchfile.WriteCorpus(filepath.Join(dir, corpusFile), src.Next)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -39,7 +39,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,26 +328,8 @@ func writeCorpus(c config) error {
 	write := func(name string, fill func(w *bufio.Writer) error) error {
 		return benchfile.Write(filepath.Join(c.write, name), fill)
 	}
-	err := write("corpus.jsonl", func(w *bufio.Writer) error {
-		src := synth.NewCorpus(corpusSeed, c.sizes[0], synth.Options{Words: c.words})
-		enc := json.NewEncoder(w)
-		for {
-			p, err := src.Next()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := enc.Encode(struct {
-				ID    string `json:"id"`
-				Title string `json:"title"`
-				Text  string `json:"text"`
-			}{p.ID, p.Title, p.Text}); err != nil {
-				return err
-			}
-		}
-	})
+	src := synth.NewCorpus(corpusSeed, c.sizes[0], synth.Options{Words: c.words})
+	_, err := benchfile.WriteCorpus(filepath.Join(c.write, "corpus.jsonl"), src.Next)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,13 @@ package benchfile
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/distill-rag/distill/data"
 )
 
 // DirSize returns the bytes of the regular files below dir.
@@ -42,4 +47,32 @@ func Write(path string, fill func(w *bufio.Writer) error) error {
 		err = cerr
 	}
 	return err
+}
+
+// WriteCorpus writes the passages that next yields, until io.EOF, as a
+// JSONL corpus file of {id, title, text} (distill's jsonl layout, which
+// every engine's loader reads) at path, and returns how many it wrote.
+func WriteCorpus(path string, next func() (data.Passage, error)) (int, error) {
+	n := 0
+	err := Write(path, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		for {
+			p, err := next()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			n++
+			if err := enc.Encode(struct {
+				ID    string `json:"id"`
+				Title string `json:"title"`
+				Text  string `json:"text"`
+			}{p.ID, p.Title, p.Text}); err != nil {
+				return err
+			}
+		}
+	})
+	return n, err
 }
