@@ -58,7 +58,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "seed", Value: h.Seed, Usage: "training seed"},
 		&cli.StringFlag{Name: "target-json", Value: finetune.TargetCompact, Usage: "how the verdict an example teaches is written: compact (as the judge is asked to answer) or spaced (a space after every ',' and ':', as Python's json.dumps and the authors' code write it)"},
 		&cli.StringFlag{Name: "loss", Value: finetune.LossCompletion, Usage: "what the loss covers: completion (the teacher's verdict; over-long examples left out) or full (the whole chat-templated text, over-long examples cut: the authors' training; local and slurm backends)"},
-		&cli.StringFlag{Name: "precision", Value: h.Precision, Usage: "what the trainer computes in: auto (bfloat16 where the GPU or CPU computes it natively: AMX or AVX512-BF16; float32 elsewhere), bf16 or fp32"},
+		&cli.StringFlag{Name: "precision", Value: h.Precision, Usage: "what the trainer computes in: auto (bfloat16 on a GPU that supports it and on a CPU with AMX; float32 elsewhere), bf16 or fp32"},
 		&cli.StringSliceFlag{Name: "extra", Usage: "provider parameter passed through, `KEY=JSON` (repeatable)"},
 	}
 	flags = append(flags, backendFlags()...)

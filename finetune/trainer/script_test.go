@@ -39,7 +39,7 @@ func TestTrainSFTScript(t *testing.T) {
 		"gradient_checkpointing": false, // no GPU (the stand-in torch has none)
 	}
 	// auto trains in bf16 on a CPU that computes it natively.
-	autoBF16 := cpuHasBF16(t)
+	autoBF16 := cpuHasAMX(t)
 	autoDType := map[bool]string{true: "torch.bfloat16", false: "torch.float32"}[autoBF16]
 	autoArgs := map[string]any{"bf16": autoBF16}
 	if autoBF16 {
@@ -306,10 +306,10 @@ func merged(a, b map[string]any) map[string]any {
 	return out
 }
 
-// cpuHasBF16 says whether this machine's CPU computes bfloat16 natively
-// (AMX or AVX512-BF16 among the flags of /proc/cpuinfo): where
-// train_sft.py's precision auto picks bf16 without a GPU.
-func cpuHasBF16(t *testing.T) bool {
+// cpuHasAMX says whether this machine's CPU has AMX (amx_bf16 among the
+// flags of /proc/cpuinfo): where train_sft.py's precision auto picks bf16
+// without a GPU.
+func cpuHasAMX(t *testing.T) bool {
 	t.Helper()
 	b, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
@@ -318,8 +318,38 @@ func cpuHasBF16(t *testing.T) bool {
 	for _, line := range strings.Split(string(b), "\n") {
 		if name, flags, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "flags" {
 			f := strings.Fields(flags)
-			return slices.Contains(f, "amx_bf16") || slices.Contains(f, "avx512_bf16")
+			return slices.Contains(f, "amx_bf16")
 		}
 	}
 	return false
+}
+
+// TestCPUHasAMX: precision auto trains in bf16 on a CPU only with AMX;
+// AVX512-BF16 alone multiplies bfloat16 more slowly than float32.
+func TestCPUHasAMX(t *testing.T) {
+	python, _ := stubbedPython(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, cpuinfo, want string
+	}{
+		{"amx", "processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n", "True"},
+		{"avx512-bf16 only", "processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16 avx512_fp16\n", "False"},
+		{"no flags line", "processor\t: 0\n", "False"},
+		{"missing file", "", "False"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+			if tc.cpuinfo != "" {
+				if err := os.WriteFile(path, []byte(tc.cpuinfo), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(python, "-c", "import sys, train_sft; print(train_sft.cpu_has_amx(sys.argv[1]))", path)
+			cmd.Env = append(os.Environ(), "PYTHONPATH=.", "PYTHONDONTWRITEBYTECODE=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != tc.want {
+				t.Fatalf("got %v, %q; want %s", err, out, tc.want)
+			}
+		})
+	}
 }
