@@ -22,10 +22,8 @@ import (
 func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
 	t := &tally{}
 	rep, err := stage.Merge(ctx, out, inputs, stage.MergeJob[data.StateKey, data.Label, *Report]{
-		Layout:   layout(t.state),
-		Shard:    func(r *Report) string { return r.Config.Shard },
-		Selected: func(r *Report) int { return r.Counts.Selected },
-		Combine:  func(reps []*Report) *Report { return combine(reps, t) },
+		Layout:  layout(t.state),
+		Combine: func(reps []*Report) *Report { return combine(reps, t) },
 	})
 	if err != nil {
 		return Report{}, err
@@ -53,3 +51,7 @@ func IsRun(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, ReportFile))
 	return !errors.Is(err, os.ErrNotExist)
 }
+
+// Sharding returns the labelling run's shard and the units it selected
+// (stage.Sharded).
+func (r *Report) Sharding() (string, int) { return r.Config.Shard, r.Counts.Selected }

@@ -185,9 +185,7 @@ func (s *testStage) job(out string, resume bool) Job[string, string, row, *testR
 func (s *testStage) mergeJob() MergeJob[string, row, *testReport] {
 	s.counted = testCounts{}
 	return MergeJob[string, row, *testReport]{
-		Layout:   s.layout(),
-		Shard:    func(r *testReport) string { return r.Config.Shard },
-		Selected: func(r *testReport) int { return r.Counts.Selected },
+		Layout: s.layout(),
 		Combine: func(reps []*testReport) *testReport {
 			m := &testReport{Config: reps[0].Config}
 			m.Config.Shard = ""
@@ -288,3 +286,5 @@ func checkNoParts(t *testing.T, dir string) {
 		}
 	}
 }
+
+func (r *testReport) Sharding() (string, int) { return r.Config.Shard, r.Counts.Selected }

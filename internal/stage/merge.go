@@ -11,13 +11,17 @@ import (
 	"github.com/distill-rag/distill/llm"
 )
 
+// Sharded is the report of a stage whose runs can be merged.
+type Sharded interface {
+	Report
+	// Sharding returns the run's shard ("i/n"; "" for one not sharded)
+	// and the units it selected, which its output holds.
+	Sharding() (shard string, selected int)
+}
+
 // MergeJob is what Merge needs of a stage beyond its layout.
-type MergeJob[K comparable, R any, P Report] struct {
+type MergeJob[K comparable, R any, P Sharded] struct {
 	Layout[K, R, P]
-	// Shard returns the shard of a run ("i/n"; "" for one not sharded),
-	// and Selected the units it selected, which its output holds.
-	Shard    func(P) string
-	Selected func(P) int
 	// Combine returns the report of the merge, once Count has seen every
 	// row: the configuration of the first input less its shard, the
 	// stage's counts added up, the output's counts. Merge fills in its
@@ -34,7 +38,7 @@ type MergeJob[K comparable, R any, P Report] struct {
 // common (ErrMismatch); out must be empty or absent (ErrOutExists) and
 // none of the inputs. Otherwise nothing is written. Rows are streamed:
 // memory grows with the number of units only.
-func Merge[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, j MergeJob[K, R, P]) (P, error) {
+func Merge[K comparable, R any, P Sharded](ctx context.Context, out string, inputs []string, j MergeJob[K, R, P]) (P, error) {
 	var zero P
 	if len(inputs) == 0 {
 		return zero, fmt.Errorf("merge: no inputs: %w", ErrOptions)
@@ -59,12 +63,12 @@ func Merge[K comparable, R any, P Report](ctx context.Context, out string, input
 		if st := rep.header().Status; st != StatusDone {
 			return zero, fmt.Errorf("merge: %s has not finished (status %s): resume it first", dir, st)
 		}
-		shard := j.Shard(rep)
+		shard, _ := rep.Sharding()
 		if i > 0 {
 			if err := j.Same(reps[0], rep, false); err != nil {
 				return zero, fmt.Errorf("merge: %s and %s: %w", inputs[0], dir, err)
 			}
-			if first := j.Shard(reps[0]); shardCount(shard) != shardCount(first) {
+			if first, _ := reps[0].Sharding(); shardCount(shard) != shardCount(first) {
 				return zero, fmt.Errorf("merge: %s (shard %q) and %s (shard %q) split the questions differently: %w",
 					inputs[0], first, dir, shard, ErrMismatch)
 			}
@@ -91,7 +95,7 @@ func Merge[K comparable, R any, P Report](ctx context.Context, out string, input
 }
 
 // mergeInto writes the merge's output file and its report in out.
-func mergeInto[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P], start time.Time) (P, error) {
+func mergeInto[K comparable, R any, P Sharded](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P], start time.Time) (P, error) {
 	var zero P
 	h, err := merge(ctx, out, inputs, reps, j)
 	if err != nil {
@@ -108,7 +112,7 @@ func mergeInto[K comparable, R any, P Report](ctx context.Context, out string, i
 
 // merge streams the inputs' rows into the output file and returns the
 // header of the merged report.
-func merge[K comparable, R any, P Report](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P]) (Header, error) {
+func merge[K comparable, R any, P Sharded](ctx context.Context, out string, inputs []string, reps []P, j MergeJob[K, R, P]) (Header, error) {
 	w, err := createOutput[R](filepath.Join(out, j.File), j.Kind)
 	if err != nil {
 		return Header{}, err
@@ -146,8 +150,9 @@ func merge[K comparable, R any, P Report](ctx context.Context, out string, input
 		h.CostUSD += in.CostUSD
 		h.WallSeconds = max(h.WallSeconds, in.WallSeconds)
 		h.Resumes += in.Resumes
-		h.Inputs = append(h.Inputs, Input{Dir: dir, Shard: j.Shard(reps[i]), Units: units, Rows: rows, WallSeconds: in.WallSeconds})
-		selected += j.Selected(reps[i])
+		shard, n := reps[i].Sharding()
+		h.Inputs = append(h.Inputs, Input{Dir: dir, Shard: shard, Units: units, Rows: rows, WallSeconds: in.WallSeconds})
+		selected += n
 	}
 	if n := seen.where.len(); n != selected {
 		return Header{}, fmt.Errorf("the inputs hold %d %s, their reports %d", n, j.Unit, selected)
@@ -157,7 +162,7 @@ func merge[K comparable, R any, P Report](ctx context.Context, out string, input
 	}
 	shards := make([]string, len(reps))
 	for i, rep := range reps {
-		shards[i] = j.Shard(rep)
+		shards[i], _ = rep.Sharding()
 	}
 	h.MissingShards = missingShards(shards)
 	return h, nil

@@ -20,10 +20,8 @@ import (
 func Merge(ctx context.Context, out string, inputs []string) (Report, error) {
 	t := newTally()
 	rep, err := stage.Merge(ctx, out, inputs, stage.MergeJob[string, data.State, *Report]{
-		Layout:   layout(t.question),
-		Shard:    func(r *Report) string { return r.Config.Shard },
-		Selected: func(r *Report) int { return r.Counts.Selected },
-		Combine:  func(reps []*Report) *Report { return combine(reps, t) },
+		Layout:  layout(t.question),
+		Combine: func(reps []*Report) *Report { return combine(reps, t) },
 	})
 	if err != nil {
 		return Report{}, err
@@ -49,3 +47,7 @@ func combine(reps []*Report, t *tally) *Report {
 	t.seen(&rep.Roles)
 	return rep
 }
+
+// Sharding returns the run's shard and the units it selected
+// (stage.Sharded).
+func (r *Report) Sharding() (string, int) { return r.Config.Shard, r.Counts.Selected }
