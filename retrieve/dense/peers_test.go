@@ -46,7 +46,8 @@ type peerRow struct {
 // vectors (DISTILL_PEERS_DENSE_ROWS, default 1,000,000, x 384, unit
 // vectors around one centre per 1,000 rows) and the same 1,000 queries:
 // distill exact at float32, float16 and int8 and IVF (float32 and int8)
-// against FAISS IndexFlatIP and IndexIVFFlat with the same number of lists
+// against FAISS IndexFlatIP, IndexIVFFlat and IndexIVFScalarQuantizer (8
+// bits a dimension, the peer of distill's int8 IVF) with the same number of lists
 // (DISTILL_PEERS_NLIST, default 2048) and the same nprobes. recall@10 is
 // against distill's exact float32 search. Queries/s one at a time run on
 // one thread (OpenOptions.Workers 1; FAISS with one OpenMP thread), in
@@ -224,7 +225,11 @@ func faissRows(t *testing.T, python, raw, queries string, dim, nlist int, nprobe
 		if err != nil {
 			return fail(err)
 		}
-		r := peerRow{Engine: "faiss " + g.Index, Precision: string(Float32), NProbe: g.NProbe, BuildS: g.BuildS, IndexMB: g.IndexMB,
+		prec := Float32
+		if g.Index == "IndexIVFScalarQuantizer" {
+			prec = Int8 // 8 bits a dimension
+		}
+		r := peerRow{Engine: "faiss " + g.Index, Precision: string(prec), NProbe: g.NProbe, BuildS: g.BuildS, IndexMB: g.IndexMB,
 			QPSSingle: g.QPS1, QPSBatch: g.QPSB, P50MS: g.P50, P99MS: g.P99,
 			Settings: map[string]any{"search": "one OpenMP thread one at a time, 2 in batch"}}
 		if g.NProbe > 0 {
