@@ -20,7 +20,9 @@
 // directories go under -dir and are removed after each size unless -keep.
 // With -times FILE, each query's time at each size is written to FILE (tab
 // separated: passages, query number, milliseconds, query), to find the
-// queries that grow most.
+// queries that grow most. With -cpuprofile PREFIX, the search process
+// writes a CPU profile of its timed one-at-a-time passes at each size to
+// PREFIX-N.pprof (go tool pprof reads it).
 //
 //	go run ./retrieve/bm25/scale -sizes 1000000,5000000,21000000
 //
@@ -43,6 +45,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,6 +74,7 @@ type config struct {
 	keep    bool
 	write   string
 	times   string
+	profile string
 	// child mode
 	phase string
 	n     int
@@ -86,6 +90,7 @@ func main() {
 	flag.IntVar(&c.words, "words", 100, "words per passage")
 	flag.BoolVar(&c.keep, "keep", false, "keep the index directories")
 	flag.StringVar(&c.times, "times", "", "write each query's time at each size to `FILE` (passages, query, ms, text; tab separated)")
+	flag.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of the one-at-a-time passes at each size N to `PREFIX`-N.pprof")
 	flag.StringVar(&c.write, "write", "", "write the corpus of the first size and the queries to `DIR` (corpus.jsonl, queries.tsv), for other engines, instead of measuring")
 	flag.StringVar(&c.phase, "phase", "", "internal: build or search, run as a child process")
 	flag.IntVar(&c.n, "n", 0, "internal: corpus size of the child")
@@ -208,7 +213,7 @@ func child(c config, phase string, n int, dir string, out any) (int64, error) {
 		return 0, err
 	}
 	cmd := exec.Command(exe, "-phase", phase, "-n", strconv.Itoa(n), "-index", dir,
-		"-queries", strconv.Itoa(c.queries), "-words", strconv.Itoa(c.words))
+		"-queries", strconv.Itoa(c.queries), "-words", strconv.Itoa(c.words), "-cpuprofile", c.profile)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.Output()
 	if err != nil {
@@ -265,6 +270,13 @@ func childSearch(c config) error {
 	runtime.LockOSThread()
 	res.Times = make([]float64, len(queries))
 	for pass := range 3 {
+		if pass == 1 && c.profile != "" {
+			stop, err := startProfile(fmt.Sprintf("%s-%d.pprof", c.profile, c.n))
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
 		wall, cpu := time.Duration(0), 0.0
 		for i, q := range queries {
 			t, c := time.Now(), threadCPU()
@@ -284,6 +296,9 @@ func childSearch(c config) error {
 		}
 	}
 	runtime.UnlockOSThread()
+	if c.profile != "" {
+		pprof.StopCPUProfile()
+	}
 	// The batch runs the queries again and again for two seconds at least.
 	t, done := time.Now(), 0
 	for done == 0 || time.Since(t) < 2*time.Second {
@@ -296,6 +311,20 @@ func childSearch(c config) error {
 	}
 	res.QPSBatch = float64(done) / time.Since(t).Seconds()
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// startProfile starts a CPU profile into path; stop closes the file once
+// the profile is stopped.
+func startProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
 }
 
 // cpuSeconds returns the user and system CPU time of the process, or 0
