@@ -59,7 +59,8 @@ e2e-models: models
 
 # model-roles measures each local chat model as judge, extractor, reader
 # and teacher (cmd/distill/e2e_roles_test.go) and writes the table to
-# bin/model-roles.md: about 40 minutes for the three models on 2 cores.
+# bin/model-roles.md: about 2 hours for the three models on 2 cores (Qwen
+# 0.5B alone took 26 minutes for its 6 questions' rollout on 2026-12-07).
 ROLE_MODELS ?= smollm2,qwen-0.5b,qwen-1.5b
 model-roles: models
 	@mkdir -p bin
