@@ -269,13 +269,12 @@ func childSearch(c config) error {
 	// goroutine keeps its thread, whose CPU time is its own.
 	runtime.LockOSThread()
 	res.Times = make([]float64, len(queries))
+	stopProfile := func() error { return nil }
 	for pass := range 3 {
 		if pass == 1 && c.profile != "" {
-			stop, err := startProfile(fmt.Sprintf("%s-%d.pprof", c.profile, c.n))
-			if err != nil {
+			if stopProfile, err = startProfile(fmt.Sprintf("%s-%d.pprof", c.profile, c.n)); err != nil {
 				return err
 			}
-			defer stop()
 		}
 		wall, cpu := time.Duration(0), 0.0
 		for i, q := range queries {
@@ -296,8 +295,8 @@ func childSearch(c config) error {
 		}
 	}
 	runtime.UnlockOSThread()
-	if c.profile != "" {
-		pprof.StopCPUProfile()
+	if err := stopProfile(); err != nil {
+		return err
 	}
 	// The batch runs the queries again and again for two seconds at least.
 	t, done := time.Now(), 0
@@ -313,9 +312,9 @@ func childSearch(c config) error {
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
-// startProfile starts a CPU profile into path; stop closes the file once
-// the profile is stopped.
-func startProfile(path string) (stop func(), err error) {
+// startProfile starts a CPU profile into path; stop ends it and closes
+// the file.
+func startProfile(path string) (stop func() error, err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
@@ -324,7 +323,10 @@ func startProfile(path string) (stop func(), err error) {
 		f.Close()
 		return nil, err
 	}
-	return func() { f.Close() }, nil
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // cpuSeconds returns the user and system CPU time of the process, or 0
