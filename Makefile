@@ -107,7 +107,9 @@ e2e-shards:
 
 # experiment distills a LoRA judge on SmolLM2-135M from the shared
 # datasets and benchmarks it in the loop against its untuned base, on CPU
-# (scripts/experiment; about 2 hours on 2 cores): make experiment OUT=DIR.
+# (scripts/experiment): make experiment OUT=DIR. On 2 cores training takes
+# 30-95 minutes and the 300-question benchmark with a model reader about 5
+# hours (docs/results.md, "Time"); a stopped run resumes where it stopped.
 # EVAL=FILE (with EVAL_FORMAT, EVAL_CORPUS) and EVAL_LIMIT=N evaluate on
 # other questions.
 OUT ?= runs/experiment

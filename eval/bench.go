@@ -264,7 +264,7 @@ func (o *Options) check() error {
 		return bad("negative workers")
 	}
 	if len(o.Variants) == 0 {
-		for _, name := range VariantNames() {
+		for _, name := range DefaultVariants() {
 			setup := o.Setup
 			if o.SetupFor != nil {
 				var err error

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,40 @@ func byID(qs []data.Question) data.QuestionMap {
 	return m
 }
 
+// TestBenchOracle runs the opt-in oracle beside no-judge: it decides as
+// retrieval truth does, so it is never wrong by that measure, and it
+// queries the bare question as no-judge does, so it stops no later.
+func TestBenchOracle(t *testing.T) {
+	setup, w := sampleSetup(t)
+	opts := Options{Questions: runner.Slice(w.Questions), ByID: byID(w.Questions), Dataset: "sample", Setup: setup,
+		Out: filepath.Join(t.TempDir(), "bench"), Limit: 40, Workers: 4, Variants: []string{"no-judge", "oracle"}}
+	sum, err := Run(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]Metrics{}
+	for _, v := range sum.Report.Variants {
+		m[v.Name] = v.Metrics
+	}
+	o, nj := m["oracle"], m["no-judge"]
+	if o.Questions != 40 || o.Failed != 0 {
+		t.Fatalf("oracle: %d questions, %d failed", o.Questions, o.Failed)
+	}
+	c := o.Calibration
+	if c.States == 0 || c.Confusion.TP == 0 || c.FalsePositiveRate != 0 || c.CompleteJudgedInsufficient != 0 {
+		t.Errorf("oracle calibration %+v, want true positives and no error", c)
+	}
+	if !(o.MeanRounds < nj.MeanRounds) {
+		t.Errorf("oracle %.2f rounds, no-judge %.2f: want fewer", o.MeanRounds, nj.MeanRounds)
+	}
+	if o.CorrectRetrieval > nj.CorrectRetrieval {
+		t.Errorf("oracle retrieved more gold (%.1f%%) than no-judge (%.1f%%) with the same queries", o.CorrectRetrieval, nj.CorrectRetrieval)
+	}
+	if slices.Contains(DefaultVariants(), "oracle") || !slices.Contains(VariantNames(), "oracle") {
+		t.Errorf("oracle should be known and opt-in: defaults %v", DefaultVariants())
+	}
+}
+
 func TestBenchSample(t *testing.T) {
 	setup, w := sampleSetup(t)
 	out := filepath.Join(t.TempDir(), "bench")
@@ -58,10 +93,10 @@ func TestBenchSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sum.Report.Variants) != len(VariantNames()) {
-		t.Fatalf("%d variants, want %d", len(sum.Report.Variants), len(VariantNames()))
+	if len(sum.Report.Variants) != len(DefaultVariants()) {
+		t.Fatalf("%d variants, want %d", len(sum.Report.Variants), len(DefaultVariants()))
 	}
-	if want := 80 * len(VariantNames()); reported != [2]int{want, want} || calls != want {
+	if want := 80 * len(DefaultVariants()); reported != [2]int{want, want} || calls != want {
 		t.Errorf("report progress ended at %v after %d calls, want %d of %d", reported, calls, want, want)
 	}
 	opts.ReportProgress = nil

@@ -35,16 +35,24 @@ type Variant struct {
 	Loop              rollout.Options
 }
 
+// variantInfo describes a variant. An opt-in one runs only when named:
+// the default set is the paper's.
+type variantInfo struct {
+	name, description string
+	optIn             bool
+}
+
 // The variants, in the order reports list them.
-var variantOrder = []struct{ name, description string }{
-	{"full", "the configured judge and extractor, early stop"},
-	{"no-sft", "the untuned base judge in the full loop"},
-	{"no-judge", "no sufficiency decision: every retrieval is spent, queries are the bare question"},
-	{"no-extractor", "raw retrieved documents appended instead of pointed sentences"},
-	{"single-round", "standard RAG: one retrieval with the question, raw documents, then the reader"},
-	{"summarize", "each retrieved document summarised, summaries appended"},
-	{"extractive", "the sentences most similar to the question appended (extractive compression)"},
-	{"abstractive", "one short query-focused summary sentence per document appended"},
+var variantOrder = []variantInfo{
+	{name: "full", description: "the configured judge and extractor, early stop"},
+	{name: "no-sft", description: "the untuned base judge in the full loop"},
+	{name: "no-judge", description: "no sufficiency decision: every retrieval is spent, queries are the bare question"},
+	{name: "oracle", description: "retrieval truth as judge (it sees the gold evidence): it stops once the evidence is complete, else the query is the bare question: stop decisions always right by retrieval truth", optIn: true},
+	{name: "no-extractor", description: "raw retrieved documents appended instead of pointed sentences"},
+	{name: "single-round", description: "standard RAG: one retrieval with the question, raw documents, then the reader"},
+	{name: "summarize", description: "each retrieved document summarised, summaries appended"},
+	{name: "extractive", description: "the sentences most similar to the question appended (extractive compression)"},
+	{name: "abstractive", description: "one short query-focused summary sentence per document appended"},
 }
 
 // VariantNames returns every variant's name, in report order.
@@ -56,13 +64,25 @@ func VariantNames() []string {
 	return out
 }
 
+// DefaultVariants returns the names of the variants a benchmark runs when
+// none are named (every one but the opt-in ones), in report order.
+func DefaultVariants() []string {
+	var out []string
+	for _, v := range variantOrder {
+		if !v.optIn {
+			out = append(out, v.name)
+		}
+	}
+	return out
+}
+
 // ErrVariant is the cause of errors about a variant that is unknown or
 // cannot be built from the setup.
 var ErrVariant = errors.New("bad variant")
 
 // Variant builds one variant from the setup.
 func (s Setup) Variant(name string) (Variant, error) {
-	i := slices.IndexFunc(variantOrder, func(v struct{ name, description string }) bool { return v.name == name })
+	i := slices.IndexFunc(variantOrder, func(v variantInfo) bool { return v.name == name })
 	if i < 0 {
 		return Variant{}, fmt.Errorf("%w: unknown variant %q (known: %v)", ErrVariant, name, VariantNames())
 	}
@@ -80,6 +100,8 @@ func (s Setup) Variant(name string) (Variant, error) {
 		v.Roles.Judge = s.BaseJudge
 	case "no-judge":
 		v.Roles.Judge, v.Loop.Policy = judge.Never{}, rollout.Fixed
+	case "oracle":
+		v.Roles.Judge, v.Loop.Policy = judge.Truth{}, rollout.EarlyStop
 	case "no-extractor":
 		raw()
 	case "single-round":

@@ -3,6 +3,7 @@ package judge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/distill-rag/distill/data"
@@ -15,6 +16,7 @@ const (
 	LexicalName = "lexical-judge (built-in baseline)"
 	NeverName   = "never (fixed policy: always insufficient)"
 	AlwaysName  = "always (fixed policy: always sufficient)"
+	TruthName   = "retrieval truth (oracle: sees the gold evidence)"
 )
 
 // The template hashes of the built-in judges: hashes of their names and
@@ -23,12 +25,14 @@ var (
 	lexicalHash = data.TemplateHash(LexicalName, "rules v1")
 	neverHash   = data.TemplateHash(NeverName)
 	alwaysHash  = data.TemplateHash(AlwaysName)
+	truthHash   = data.TemplateHash(TruthName, "rules v1")
 )
 
 var (
-	_ Judge = Lexical{}
-	_ Judge = Never{}
-	_ Judge = Always{}
+	_ Judge         = Lexical{}
+	_ Judge         = Never{}
+	_ Judge         = Always{}
+	_ QuestionJudge = Truth{}
 )
 
 // Lexical is a deterministic judge that needs no model: it names the
@@ -76,5 +80,33 @@ func (Always) Judge(context.Context, string, data.Context) (Result, error) {
 	return Result{
 		Verdict: data.Verdict{Sufficient: true, GapItems: []data.GapItem{}},
 		Call:    data.Call{Raw: `{"sufficient":true,"gap_items":[]}`, Model: AlwaysName, TemplateHash: alwaysHash},
+	}, nil
+}
+
+// Truth is retrieval truth as a judge, an oracle: it reads the question's
+// gold evidence and calls the evidence sufficient exactly when it is
+// complete (data.JudgeTruth, the rule of the retrieval-truth teacher), with
+// no gap items, so that the loop queries the bare question until then. Its
+// stop decisions are all right by that measure, which makes a benchmark
+// row with it a yardstick for trained judges; it is not a judge a user can
+// deploy. It needs the whole question, which the loop passes to a
+// QuestionJudge; asked through Judge, it fails with ErrNeedsQuestion.
+type Truth struct{}
+
+// ErrNeedsQuestion: a QuestionJudge was asked with the question's text
+// alone.
+var ErrNeedsQuestion = errors.New("this judge reads the question's gold evidence: it runs only inside the loop")
+
+// Judge implements Judge: it always fails, with ErrNeedsQuestion.
+func (Truth) Judge(context.Context, string, data.Context) (Result, error) {
+	return Result{}, fmt.Errorf("%s: %w", TruthName, ErrNeedsQuestion)
+}
+
+// JudgeQuestion implements QuestionJudge.
+func (Truth) JudgeQuestion(_ context.Context, q data.Question, c data.Context) (Result, error) {
+	sufficient := data.JudgeTruth(q, c.Evidence()).Complete
+	return Result{
+		Verdict: data.Verdict{Sufficient: sufficient, GapItems: []data.GapItem{}},
+		Call:    data.Call{Raw: fmt.Sprintf(`{"sufficient":%t,"gap_items":[]}`, sufficient), Model: TruthName, TemplateHash: truthHash},
 	}, nil
 }

@@ -2,6 +2,7 @@ package judge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -76,6 +77,38 @@ func TestFixedPolicies(t *testing.T) {
 		if res.Model != tt.name || res.TemplateHash == "" {
 			t.Errorf("got model %q, hash %q; want %q and a hash", res.Model, res.TemplateHash, tt.name)
 		}
+	}
+}
+
+func TestTruth(t *testing.T) {
+	q := data.Question{ID: "q1", Text: testkit.BridgeQuestion, Answers: []string{"Standafield"},
+		GoldTitles: []string{testkit.FilmBlock[0], testkit.DirectorBlock[0]}}
+	for _, tt := range []struct {
+		c    data.Context
+		want bool
+	}{
+		{data.Context{}, false},
+		{testkit.Blocks(testkit.FilmBlock), false},
+		{testkit.Blocks(testkit.FilmBlock, testkit.DirectorBlock), true},
+		{testkit.Blocks(testkit.DirectorBlock, testkit.StrangerBlock), false},
+	} {
+		if got := data.JudgeTruth(q, tt.c.Evidence()).Complete; got != tt.want {
+			t.Fatalf("case of %d blocks: retrieval truth says %v, the case %v", len(tt.c.Evidence()), got, tt.want)
+		}
+		res, err := Truth{}.JudgeQuestion(context.Background(), q, tt.c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(data.Verdict{Sufficient: tt.want, GapItems: []data.GapItem{}}, res.Verdict); diff != "" {
+			t.Errorf("verdict (-want +got):\n%s", diff)
+		}
+		checkRawVerdict(t, res)
+		if res.Model != TruthName || res.TemplateHash == "" {
+			t.Errorf("got model %q, hash %q", res.Model, res.TemplateHash)
+		}
+	}
+	if _, err := (Truth{}).Judge(context.Background(), q.Text, data.Context{}); !errors.Is(err, ErrNeedsQuestion) {
+		t.Errorf("Judge with the text alone: %v, want ErrNeedsQuestion", err)
 	}
 }
 

@@ -30,6 +30,15 @@ type Judge interface {
 	Judge(ctx context.Context, question string, c data.Context) (Result, error)
 }
 
+// QuestionJudge is a Judge that reads the whole question, gold evidence
+// included, instead of its text alone: an oracle (Truth), which a
+// benchmark runs to measure a ceiling. The loop of package rollout calls
+// JudgeQuestion when its judge has it; the contract is Judge's.
+type QuestionJudge interface {
+	Judge
+	JudgeQuestion(ctx context.Context, q data.Question, c data.Context) (Result, error)
+}
+
 // Result is a judge's output: the verdict and the record of the call.
 // Verdict is ignored when ParseError is set.
 type Result struct {

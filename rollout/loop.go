@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/distill-rag/distill/data"
+	"github.com/distill-rag/distill/judge"
 	"github.com/distill-rag/distill/retrieve"
 )
 
@@ -176,7 +177,13 @@ func (l *loop) run(ctx context.Context) error {
 // judge runs the judge on the current context and records its output in st.
 func (l *loop) judge(ctx context.Context, round int, st *data.State) (data.Verdict, error) {
 	start := time.Now()
-	res, err := l.roles.Judge.Judge(ctx, l.q.Text, l.c)
+	var res judge.Result
+	var err error
+	if qj, ok := l.roles.Judge.(judge.QuestionJudge); ok {
+		res, err = qj.JudgeQuestion(ctx, l.q, l.c)
+	} else {
+		res, err = l.roles.Judge.Judge(ctx, l.q.Text, l.c)
+	}
 	d := time.Since(start)
 	l.tr.Judge += d
 	if err != nil {

@@ -68,6 +68,8 @@ rollout in OUT/variants/NAME:
   full           the configured judge and extractor (early stop)
   no-sft         the untuned judge (--base-judge) in the same loop
   no-judge       no sufficiency decision: every retrieval spent, bare-question queries
+  oracle         retrieval truth as judge: stops once the gold evidence is complete, else
+                 bare-question queries (a yardstick; run only when --variants names it)
   no-extractor   raw documents appended instead of pointed sentences
   single-round   standard RAG: one retrieval, raw documents, the reader
   summarize      each document summarised (--summarizer)

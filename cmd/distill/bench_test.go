@@ -25,13 +25,13 @@ func TestBenchOffline(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("bench: exit %d, stderr %q", r.code, r.stderr)
 	}
-	for _, v := range eval.VariantNames() {
+	for _, v := range eval.DefaultVariants() {
 		if !strings.Contains(r.stdout, "| "+v+" |") {
 			t.Errorf("report lacks variant %s:\n%s", v, r.stdout)
 		}
 	}
 	rep, err := eval.ReadReport(filepath.Join(defaultBenchOut, eval.ReportJSON))
-	if err != nil || len(rep.Variants) != len(eval.VariantNames()) || rep.Questions != 20 {
+	if err != nil || len(rep.Variants) != len(eval.DefaultVariants()) || rep.Questions != 20 {
 		t.Fatalf("report.json: %d variants, %d questions, %v", len(rep.Variants), rep.Questions, err)
 	}
 	for _, f := range []string{eval.TracesHTML, eval.PlotEMF1, eval.PlotRounds, eval.PlotCalibration, eval.PlotCompressionF1} {
