@@ -261,6 +261,13 @@ type Truth struct {
 	Strength Strength
 }
 
+// Sufficient is the verdict retrieval truth gives: the evidence is
+// Complete, or, for a question without gold titles, it holds the answer.
+// The retrieval-truth teacher labels by it and the oracle judge stops by it.
+func (t Truth) Sufficient() bool {
+	return t.Complete || (t.GoldTitles == 0 && t.AnswerFound)
+}
+
 // Coverage is the share of gold titles found (0 without gold titles).
 func (t Truth) Coverage() float64 {
 	if t.GoldTitles == 0 {

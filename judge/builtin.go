@@ -84,8 +84,8 @@ func (Always) Judge(context.Context, string, data.Context) (Result, error) {
 }
 
 // Truth is retrieval truth as a judge, an oracle: it reads the question's
-// gold evidence and calls the evidence sufficient exactly when it is
-// complete (data.JudgeTruth, the rule of the retrieval-truth teacher), with
+// gold evidence and calls the evidence sufficient exactly when retrieval
+// truth does (data.Truth.Sufficient, the retrieval-truth teacher's rule), with
 // no gap items, so that the loop queries the bare question until then. Its
 // stop decisions are all right by that measure, which makes a benchmark
 // row with it a yardstick for trained judges; it is not a judge a user can
@@ -104,7 +104,7 @@ func (Truth) Judge(context.Context, string, data.Context) (Result, error) {
 
 // JudgeQuestion implements QuestionJudge.
 func (Truth) JudgeQuestion(_ context.Context, q data.Question, c data.Context) (Result, error) {
-	sufficient := data.JudgeTruth(q, c.Evidence()).Complete
+	sufficient := data.JudgeTruth(q, c.Evidence()).Sufficient()
 	return Result{
 		Verdict: data.Verdict{Sufficient: sufficient, GapItems: []data.GapItem{}},
 		Call:    data.Call{Raw: fmt.Sprintf(`{"sufficient":%t,"gap_items":[]}`, sufficient), Model: TruthName, TemplateHash: truthHash},

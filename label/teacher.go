@@ -136,7 +136,7 @@ func TruthVerdict(q data.Question, evidence []data.Evidence) data.Verdict {
 
 // truthVerdict is the verdict of a context whose retrieval truth is t.
 func truthVerdict(t data.Truth) data.Verdict {
-	if t.Complete || (t.GoldTitles == 0 && t.AnswerFound) {
+	if t.Sufficient() {
 		return data.Verdict{Sufficient: true, GapItems: []data.GapItem{}}
 	}
 	gaps := []data.GapItem{}
