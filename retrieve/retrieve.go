@@ -25,6 +25,13 @@ type Query struct {
 	TitlesOnly bool
 }
 
+// Source yields the passages of a corpus in order, for building an index
+// (bm25.Build, dense.Build, elastic.Load); Next returns io.EOF after the
+// last. A *data.CorpusReader is one.
+type Source interface {
+	Next() (data.Passage, error)
+}
+
 // Hit is one retrieved passage with its score.
 type Hit struct {
 	data.Passage

@@ -119,7 +119,7 @@ func indexAction(c *cli.Context) error {
 
 // indexSource opens the passages that --corpus or --dataset names: the
 // source, its name, its size (-1: unknown) and what closes it.
-func indexSource(c *cli.Context) (src bm25.Source, name string, total int64, closer func() error, err error) {
+func indexSource(c *cli.Context) (src retrieve.Source, name string, total int64, closer func() error, err error) {
 	total = -1
 	switch {
 	case c.String("dataset") != "" && c.Path("corpus") != "":
@@ -153,7 +153,7 @@ func indexSource(c *cli.Context) (src bm25.Source, name string, total int64, clo
 }
 
 // indexBM25 builds a BM25 index.
-func indexBM25(c *cli.Context, src bm25.Source, name string, total int64) error {
+func indexBM25(c *cli.Context, src retrieve.Source, name string, total int64) error {
 	out := c.Path("out")
 	bar := newProgress(c, total, "indexing", "passages")
 	st, err := bm25.Build(c.Context, out, src, bm25.BuildOptions{
@@ -180,7 +180,7 @@ func indexBM25(c *cli.Context, src bm25.Source, name string, total int64) error 
 }
 
 // indexDense builds a dense index.
-func indexDense(c *cli.Context, src bm25.Source, name string, total int64) error {
+func indexDense(c *cli.Context, src retrieve.Source, name string, total int64) error {
 	prec := dense.Precision(c.String("precision"))
 	if !slices.Contains(dense.Precisions(), prec) {
 		return usageErrorf("index: unknown --precision %q (want float32, float16 or int8)", prec)
@@ -247,7 +247,7 @@ func embedPrefixes(c *cli.Context) (dense.Prefixes, string) {
 }
 
 // indexElastic loads a corpus into an Elasticsearch or OpenSearch index.
-func indexElastic(c *cli.Context, src bm25.Source, total int64) error {
+func indexElastic(c *cli.Context, src retrieve.Source, total int64) error {
 	cfg := elastic.Config{Index: c.String("es-index"), Flavor: elastic.Flavor(c.String("es-flavor"))}
 	for _, u := range strings.Split(c.String("es-url"), ",") {
 		if u = strings.TrimSpace(u); u != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/data/outdir"
 	"github.com/distill-rag/distill/internal/analysis"
+	"github.com/distill-rag/distill/retrieve"
 	"github.com/distill-rag/distill/retrieve/internal/metafile"
 )
 
@@ -23,12 +24,6 @@ const (
 	DefaultK1 = 0.9
 	DefaultB  = 0.4
 )
-
-// Source yields the passages to index; Next returns io.EOF after the last.
-// A *data.CorpusReader is a Source.
-type Source interface {
-	Next() (data.Passage, error)
-}
 
 // BuildOptions configure Build. The zero value builds with the defaults.
 type BuildOptions struct {
@@ -114,7 +109,7 @@ var ErrExists = errors.New("index directory already exists")
 // the new one replaces it; another writer in dir is an error
 // (outdir.ErrBusy), and a failed build of a new index leaves nothing.
 // Doc ids must be unique and non-empty.
-func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (BuildStats, error) {
+func Build(ctx context.Context, dir string, src retrieve.Source, opts BuildOptions) (BuildStats, error) {
 	if opts.K1 == 0 {
 		opts.K1 = DefaultK1
 	}
@@ -149,7 +144,7 @@ func Build(ctx context.Context, dir string, src Source, opts BuildOptions) (Buil
 }
 
 // build builds the index in the directory that Build holds.
-func build(ctx context.Context, od *outdir.Dir, src Source, opts BuildOptions) (BuildStats, error) {
+func build(ctx context.Context, od *outdir.Dir, src retrieve.Source, opts BuildOptions) (BuildStats, error) {
 	start := time.Now()
 	dir := od.Path()
 	tmp, err := os.MkdirTemp(dir, ".build"+data.TmpMarker)
@@ -312,7 +307,7 @@ func impact(tf uint16, norm float32) float32 {
 // BuildTemp builds an index of src in a new temporary directory and opens
 // it, for a run over passages that have no index of their own (the
 // bundled sample); remove closes the index and deletes the directory.
-func BuildTemp(ctx context.Context, src Source, opts BuildOptions) (x *Index, remove func(), err error) {
+func BuildTemp(ctx context.Context, src retrieve.Source, opts BuildOptions) (x *Index, remove func(), err error) {
 	dir, err := os.MkdirTemp("", "distill-index-")
 	if err != nil {
 		return nil, nil, err

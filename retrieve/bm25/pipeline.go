@@ -7,9 +7,10 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/internal/analysis"
+	"github.com/distill-rag/distill/retrieve"
 )
 
-// A build runs as a pipeline. One goroutine reads the Source in batches;
+// A build runs as a pipeline. One goroutine reads the retrieve.Source in batches;
 // Workers goroutines analyse the batches into postings, each through its
 // own cache of analysed tokens and one shared dictionary of terms; the
 // goroutine that called Build takes the batches back in corpus order,
@@ -39,7 +40,7 @@ type job struct {
 // channel gives the jobs in corpus order; it is closed after the last, after
 // one with an error, or once ctx is done. wait returns when every
 // goroutine has ended; call it after cancelling ctx or draining the channel.
-func pipeline(ctx context.Context, src Source, dict *dictionary, stemmer analysis.Stemmer, workers int) (jobs <-chan *job, wait func()) {
+func pipeline(ctx context.Context, src retrieve.Source, dict *dictionary, stemmer analysis.Stemmer, workers int) (jobs <-chan *job, wait func()) {
 	ordered := make(chan *job, 4*workers)
 	work := make(chan *job, 4*workers)
 	var wg sync.WaitGroup

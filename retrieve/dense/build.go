@@ -33,12 +33,6 @@ const (
 	DefaultChunkSize = 4096
 )
 
-// Source yields the passages to index; Next returns io.EOF after the last.
-// A *data.CorpusReader (and anything bm25.Build reads) is a Source.
-type Source interface {
-	Next() (data.Passage, error)
-}
-
 // Prefixes are put before each text that is embedded.
 type Prefixes struct {
 	Query, Passage string
@@ -227,7 +221,7 @@ func (o BuildOptions) resolve(emb llm.Embedder) (BuildOptions, Prefixes, error) 
 // same call again reads the corpus again, checks that it is the same, and
 // embeds only the chunks that are missing. The index is complete when
 // meta.json appears, written last. Doc ids must be unique and non-empty.
-func Build(ctx context.Context, dir string, src Source, emb llm.Embedder, opts BuildOptions) (_ Stats, err error) {
+func Build(ctx context.Context, dir string, src retrieve.Source, emb llm.Embedder, opts BuildOptions) (_ Stats, err error) {
 	start := time.Now()
 	opts, px, err := opts.resolve(emb)
 	if err != nil {
@@ -457,7 +451,7 @@ const fnvOffset = 14695981039346656037
 
 // writeDocs reads src into docs.bin and returns the passage count and, for
 // each chunk, a hash of the texts it embeds, which its checkpoint records.
-func writeDocs(ctx context.Context, dir string, src Source, prefix string, format retrieve.PassageFormat, chunkSize int) (int, []uint64, error) {
+func writeDocs(ctx context.Context, dir string, src retrieve.Source, prefix string, format retrieve.PassageFormat, chunkSize int) (int, []uint64, error) {
 	w, err := newDocWriter(dir)
 	if err != nil {
 		return 0, nil, err

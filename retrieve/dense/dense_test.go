@@ -518,7 +518,7 @@ func TestBuildErrors(t *testing.T) {
 	noID[4].ID = ""
 	tests := []struct {
 		name string
-		src  Source
+		src  retrieve.Source
 		emb  llm.Embedder
 		opts BuildOptions
 		want string

@@ -16,6 +16,7 @@ import (
 
 	"github.com/distill-rag/distill/data"
 	"github.com/distill-rag/distill/llm/httperr"
+	"github.com/distill-rag/distill/retrieve"
 )
 
 // The bulk loading of one Load: a reader goroutine cuts the source into
@@ -49,7 +50,7 @@ type outcome struct {
 }
 
 // readJob reads up to n passages; eof tells that the source is done.
-func readJob(src Source, n int, first int64) (job, bool, error) {
+func readJob(src retrieve.Source, n int, first int64) (job, bool, error) {
 	j := job{first: first, ps: make([]data.Passage, 0, n)}
 	for len(j.ps) < n {
 		p, err := src.Next()
@@ -67,7 +68,7 @@ func readJob(src Source, n int, first int64) (job, bool, error) {
 // run reads the source in one goroutine and loads its batches in
 // opts.Workers others; done sees each batch's outcome, in the calling
 // goroutine. It returns when every goroutine has, with the first error.
-func (l *loader) run(ctx context.Context, src Source, first job, eof bool, done func(outcome)) error {
+func (l *loader) run(ctx context.Context, src retrieve.Source, first job, eof bool, done func(outcome)) error {
 	g, gctx := errgroup.WithContext(ctx)
 	jobs := make(chan job, l.opts.Workers)
 	outcomes := make(chan outcome, l.opts.Workers)

@@ -26,9 +26,6 @@ import (
 	"github.com/distill-rag/distill/retrieve/retrievetest"
 )
 
-// The source type is bm25's: one value serves both loaders.
-var _ elastic.Source = bm25.Source(nil)
-
 func newCluster(t *testing.T, opts elastictest.Options) *elastictest.Server {
 	t.Helper()
 	s := elastictest.NewServer(opts)

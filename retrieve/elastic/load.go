@@ -24,12 +24,6 @@ import (
 	"github.com/distill-rag/distill/retrieve"
 )
 
-// Source yields the passages to load; Next returns io.EOF after the last.
-// It is the same interface as bm25.Source: a *data.CorpusReader is one.
-type Source interface {
-	Next() (data.Passage, error)
-}
-
 // Default BM25 parameters and loading settings.
 const (
 	DefaultK1        = 0.9
@@ -256,7 +250,7 @@ func (e *BulkError) Error() string {
 // load is still running or was interrupted.
 //
 // Stats are returned in every case, as far as the load went.
-func Load(ctx context.Context, cfg Config, src Source, opts LoadOptions) (Stats, error) {
+func Load(ctx context.Context, cfg Config, src retrieve.Source, opts LoadOptions) (Stats, error) {
 	start := time.Now()
 	st := Stats{}
 	cfg, err := cfg.withDefaults(os.Getenv)

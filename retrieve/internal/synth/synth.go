@@ -32,8 +32,7 @@ type Options struct {
 	TitleWords int
 }
 
-// Corpus generates passages in order; it is a bm25.Source and a
-// dense.Source. Two Corpora with the same seed and options give the same
+// Corpus generates passages in order; it is a retrieve.Source. Two Corpora with the same seed and options give the same
 // passages.
 type Corpus struct {
 	w     *Words
