@@ -59,8 +59,9 @@ e2e-models: models
 
 # model-roles measures each local chat model as judge, extractor, reader
 # and teacher (cmd/distill/e2e_roles_test.go) and writes the table to
-# bin/model-roles.md: about 2 hours for the three models on 2 cores (Qwen
-# 0.5B alone took 26 minutes for its 6 questions' rollout on 2026-12-07).
+# bin/model-roles.md: the two Qwen models took 36 minutes for 3 questions
+# (DISTILL_E2E_QUESTIONS=3) on 2 cores on 2026-12-07; the default 5
+# questions and SmolLM2 too, by that rate, about 70 minutes.
 ROLE_MODELS ?= smollm2,qwen-0.5b,qwen-1.5b
 model-roles: models
 	@mkdir -p bin
