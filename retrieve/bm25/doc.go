@@ -2,7 +2,7 @@
 // corpus on local disk, built once and searched by many goroutines, with
 // no server to run.
 //
-// Build reads a retrieve.Source (a corpus reader) and analyses title + " " + text
+// Build reads a retrieve.Source and analyses title + " " + text
 // of every passage as Lucene's EnglishAnalyzer does (see internal/analysis), on
 // all cores, then writes an index directory: meta.json (what was indexed
 // and how, with Format), index.bin (terms, postings, document lengths, ids

@@ -10,7 +10,7 @@ import (
 	"github.com/distill-rag/distill/retrieve"
 )
 
-// A build runs as a pipeline. One goroutine reads the retrieve.Source in batches;
+// A build runs as a pipeline. One goroutine reads the source in batches;
 // Workers goroutines analyse the batches into postings, each through its
 // own cache of analysed tokens and one shared dictionary of terms; the
 // goroutine that called Build takes the batches back in corpus order,

@@ -7,7 +7,7 @@
 //
 // # Data flow
 //
-// Build reads a retrieve.Source (a corpus reader) to the end, writing the passages
+// Build reads a retrieve.Source to the end, writing the passages
 // to docs.bin, then embeds them: batches of BatchSize passages, Workers
 // requests in flight, through whatever Embedder it is given (use
 // llm.StackEmbedder for the client's retries and limits). A passage that

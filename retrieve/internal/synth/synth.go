@@ -32,8 +32,8 @@ type Options struct {
 	TitleWords int
 }
 
-// Corpus generates passages in order; it is a retrieve.Source. Two Corpora with the same seed and options give the same
-// passages.
+// Corpus generates passages in order; it is a retrieve.Source. Two
+// Corpora with the same seed and options give the same passages.
 type Corpus struct {
 	w     *Words
 	opts  Options
