@@ -1,10 +1,15 @@
 package dense
 
-// The portable scan kernels, one row at a time: eight partial sums for
-// float16, so that the compiler keeps them in registers and a row scores
-// the same in every call; an exact integer sum for int8.
+// The portable scan kernels, one row at a time: one vek32.Dot call for
+// float32; eight partial sums for float16, so that the compiler keeps them
+// in registers and a row scores the same in every call; an exact integer
+// sum for int8.
 
-import "math"
+import (
+	"math"
+
+	"github.com/viterin/vek/vek32"
+)
 
 // dotsI8Go sums exactly in integers, so it gives what the assembly does.
 func dotsI8Go(q []int16, rows []int8, out []float32) {
@@ -40,6 +45,14 @@ func int8Query(q []float32, dst []int16) (scale float32) {
 		dst[i] = int16(math.RoundToEven(float64(x) * inv))
 	}
 	return m / float32(levels)
+}
+
+// dotsF32Go scores a row with one vek32.Dot call.
+func dotsF32Go(q []float32, rows []float32, out []float32) {
+	d := len(q)
+	for i := range out {
+		out[i] = vek32.Dot(q, rows[i*d:(i+1)*d])
+	}
 }
 
 func dotsF16Go(q []float32, rows []uint16, out []float32) {

@@ -122,6 +122,68 @@ f16done:
 	VZEROUPPER
 	RET
 
+// func dotsF32AVX2(q *float32, dim int, rows *float32, n int, out *float32)
+//
+// The same for float32 components. Each step asks for the cache lines
+// f32Ahead bytes further on (PREFETCHT0), so that the rows of a partition
+// arrive before they are read: the lists an IVF search probes lie apart in
+// the file, and a list of a few hundred rows ends before the processor's
+// own prefetching has run far ahead.
+#define f32Ahead 4096
+TEXT ·dotsF32AVX2(SB), NOSPLIT, $0-40
+	ARGS
+	JZ   f32done
+
+f32row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	XORQ AX, AX
+	TESTQ BX, BX
+	JZ   f32tail
+
+f32loop:
+	PREFETCHT0 f32Ahead(DI)(AX*4)
+	PREFETCHT0 (f32Ahead+64)(DI)(AX*4)
+	VMOVUPS (DI)(AX*4), Y4
+	VMOVUPS 32(DI)(AX*4), Y5
+	VMOVUPS 64(DI)(AX*4), Y6
+	VMOVUPS 96(DI)(AX*4), Y7
+	VFMADD231PS (SI)(AX*4), Y4, Y0
+	VFMADD231PS 32(SI)(AX*4), Y5, Y1
+	VFMADD231PS 64(SI)(AX*4), Y6, Y2
+	VFMADD231PS 96(SI)(AX*4), Y7, Y3
+	ADDQ $32, AX
+	CMPQ AX, BX
+	JB   f32loop
+
+f32tail:
+	CMPQ AX, DX
+	JAE  f32reduce
+	VMOVUPS (DI)(AX*4), Y4
+	VFMADD231PS (SI)(AX*4), Y4, Y0
+	ADDQ $8, AX
+	JMP  f32tail
+
+f32reduce:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS X0, (R8)
+	ADDQ $4, R8
+	LEAQ (DI)(DX*4), DI
+	DECQ CX
+	JNZ  f32row
+
+f32done:
+	VZEROUPPER
+	RET
+
 // func cpuid(leaf, sub uint32) (a, b, c, d uint32)
 TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX

@@ -7,27 +7,31 @@ import (
 	"testing"
 )
 
-// TestKernels checks the float16 and int8 scan kernels (the assembly ones
+// TestKernels checks the float32, float16 and int8 scan kernels (the assembly ones
 // where this processor runs them, and the portable ones) against a
 // float64 dot product, for dimensions that do and do not fill the
 // assembly's blocks of 32 and 8.
 func TestKernels(t *testing.T) {
-	t.Logf("assembly kernels: int8 %v, float16 %v", simdI8, simdF16)
+	t.Logf("assembly kernels: float32 and int8 %v, float16 %v", simdAVX2, simdF16)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, dim := range []int{1, 7, 8, 16, 24, 32, 40, 72, 384, 768, 1030} {
 		for _, n := range []int{1, 2, 5} {
 			q, i8, f16 := kernelData(rng, dim, n)
 			// The stored values as float64, for the reference.
 			vals := map[string][]float64{"int8": make([]float64, n*dim), "float16": make([]float64, n*dim)}
+			f32 := make([]float32, n*dim)
 			for i := range i8 {
-				vals["int8"][i], vals["float16"][i] = float64(i8[i]), float64(fromFloat16(f16[i]))
+				f32[i] = fromFloat16(f16[i])
+				vals["int8"][i], vals["float16"][i] = float64(i8[i]), float64(f32[i])
 			}
+			vals["float32"] = vals["float16"]
 			for _, k := range []struct {
 				name       string
 				fast, slow func(out []float32)
 			}{
 				{"int8", func(out []float32) { int8Dots(q, i8, out, dotsI8) }, func(out []float32) { int8Dots(q, i8, out, dotsI8Go) }},
 				{"float16", func(out []float32) { dotsF16(q, f16, out) }, func(out []float32) { dotsF16Go(q, f16, out) }},
+				{"float32", func(out []float32) { dotsF32(q, f32, out) }, func(out []float32) { dotsF32Go(q, f32, out) }},
 			} {
 				fast := make([]float32, n+1)
 				slow := make([]float32, n)
@@ -61,9 +65,14 @@ func TestKernels(t *testing.T) {
 func TestKernelRowsIndependent(t *testing.T) {
 	const dim, n = 384, 9
 	q, i8, f16 := kernelData(rand.New(rand.NewPCG(7, 8)), dim, n)
-	all8, all16 := make([]float32, n), make([]float32, n)
+	f32 := make([]float32, len(f16))
+	for i, h := range f16 {
+		f32[i] = fromFloat16(h)
+	}
+	all8, all16, all32 := make([]float32, n), make([]float32, n), make([]float32, n)
 	int8Dots(q, i8, all8, dotsI8)
 	dotsF16(q, f16, all16)
+	dotsF32(q, f32, all32)
 	for r := range n {
 		one := make([]float32, 1)
 		int8Dots(q, i8[r*dim:(r+1)*dim], one, dotsI8)
@@ -73,6 +82,10 @@ func TestKernelRowsIndependent(t *testing.T) {
 		dotsF16(q, f16[r*dim:], one)
 		if one[0] != all16[r] {
 			t.Errorf("float16 row %d: alone %v, among others %v", r, one[0], all16[r])
+		}
+		dotsF32(q, f32[r*dim:(r+1)*dim], one)
+		if one[0] != all32[r] {
+			t.Errorf("float32 row %d: alone %v, among others %v", r, one[0], all32[r])
 		}
 	}
 }

@@ -203,9 +203,7 @@ func (s *rows) dots(q prepared, lo, hi int, out []float32) {
 			out[i] *= q.scale * sc
 		}
 	default:
-		for r := lo; r < hi; r++ {
-			out[r-lo] = vek32.Dot(q.f, s.f32[r*d:(r+1)*d])
-		}
+		dotsF32(q.f, s.f32[lo*d:hi*d], out)
 	}
 }
 
