@@ -19,6 +19,37 @@
 	ANDQ $-32, BX; \
 	TESTQ CX, CX
 
+// ZERO4 clears the four float32 sums Y0-Y3 and the component index AX, and
+// tests whether a row has a full block of 32 components (BX).
+#define ZERO4 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	XORQ AX, AX; \
+	TESTQ BX, BX
+
+// FMA4 adds the products of 32 query components from AX on (SI) with
+// the row's, converted into Y4-Y7, to the sums Y0-Y3.
+#define FMA4 \
+	VFMADD231PS (SI)(AX*4), Y4, Y0; \
+	VFMADD231PS 32(SI)(AX*4), Y5, Y1; \
+	VFMADD231PS 64(SI)(AX*4), Y6, Y2; \
+	VFMADD231PS 96(SI)(AX*4), Y7, Y3
+
+// SUM4 adds the four float32 sums Y0-Y3 into one score and stores it at
+// (R8), moving R8 to the next.
+#define SUM4 \
+	VADDPS Y1, Y0, Y0; \
+	VADDPS Y3, Y2, Y2; \
+	VADDPS Y2, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VMOVSS X0, (R8); \
+	ADDQ $4, R8
+
 // func dotsI8AVX2(q *int16, dim int, rows *int8, n int, out *float32)
 //
 // out[i] = q · row i as an exact integer sum (converted to float32), for n
@@ -83,12 +114,7 @@ TEXT ·dotsF16AVX2(SB), NOSPLIT, $0-40
 	JZ   f16done
 
 f16row:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	XORQ AX, AX
-	TESTQ BX, BX
+	ZERO4
 	JZ   f16tail
 
 f16loop:
@@ -97,10 +123,7 @@ f16loop:
 	VCVTPH2PS 16(DI)(AX*2), Y5
 	VCVTPH2PS 32(DI)(AX*2), Y6
 	VCVTPH2PS 48(DI)(AX*2), Y7
-	VFMADD231PS (SI)(AX*4), Y4, Y0
-	VFMADD231PS 32(SI)(AX*4), Y5, Y1
-	VFMADD231PS 64(SI)(AX*4), Y6, Y2
-	VFMADD231PS 96(SI)(AX*4), Y7, Y3
+	FMA4
 	ADDQ $32, AX
 	CMPQ AX, BX
 	JB   f16loop
@@ -114,15 +137,7 @@ f16tail:
 	JMP  f16tail
 
 f16reduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VMOVSS X0, (R8)
-	ADDQ $4, R8
+	SUM4
 	LEAQ (DI)(DX*2), DI
 	DECQ CX
 	JNZ  f16row
@@ -139,12 +154,7 @@ TEXT ·dotsF32AVX2(SB), NOSPLIT, $0-40
 	JZ   f32done
 
 f32row:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	XORQ AX, AX
-	TESTQ BX, BX
+	ZERO4
 	JZ   f32tail
 
 f32loop:
@@ -154,10 +164,7 @@ f32loop:
 	VMOVUPS 32(DI)(AX*4), Y5
 	VMOVUPS 64(DI)(AX*4), Y6
 	VMOVUPS 96(DI)(AX*4), Y7
-	VFMADD231PS (SI)(AX*4), Y4, Y0
-	VFMADD231PS 32(SI)(AX*4), Y5, Y1
-	VFMADD231PS 64(SI)(AX*4), Y6, Y2
-	VFMADD231PS 96(SI)(AX*4), Y7, Y3
+	FMA4
 	ADDQ $32, AX
 	CMPQ AX, BX
 	JB   f32loop
@@ -171,15 +178,7 @@ f32tail:
 	JMP  f32tail
 
 f32reduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS X1, X0, X0
-	VHADDPS X0, X0, X0
-	VHADDPS X0, X0, X0
-	VMOVSS X0, (R8)
-	ADDQ $4, R8
+	SUM4
 	LEAQ (DI)(DX*4), DI
 	DECQ CX
 	JNZ  f32row
