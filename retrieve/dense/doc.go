@@ -28,16 +28,16 @@
 //
 // Open maps the files. Search embeds QueryPrefix + text with the Embedder
 // given to Open; SearchVector takes a vector. Exact search scores every
-// row with a SIMD dot product (github.com/viterin/vek: AVX2 and FMA on
-// amd64, plain Go elsewhere), the rows split among GOMAXPROCS goroutines
-// that each keep a heap of their k best; rows in the exclusion list are
-// skipped inside the scan. SearchBatchVectors (and SearchBatch) score a
+// row with a dot product, the rows split among GOMAXPROCS goroutines that
+// each keep a heap of their k best; rows in the exclusion list are skipped
+// inside the scan. SearchBatchVectors (and SearchBatch) score a
 // cache-sized block of rows against up to 64 queries before reading the
-// next, so a batch reads memory once rather than once per query. float16
-// and int8 rows are scored by assembly kernels (AVX2; portable Go
-// elsewhere) that convert them as they are read, so that a scan costs the
-// memory the rows take: float16 through F16C, int8 as an exact integer
-// sum against the query rounded to int16 levels (kernel.go). With
+// next, so a batch reads memory once rather than once per query. Rows are
+// scored by assembly kernels (AVX2 and FMA; elsewhere portable Go, and
+// github.com/viterin/vek for float32) that ask for the rows 4 KiB ahead of
+// the one they read and convert them as they are read, so that a scan
+// costs the memory the rows take: float16 through F16C, int8 as an exact
+// integer sum against the query rounded to int16 levels (kernel.go). With
 // OpenOptions.NProbe > 0 a search scores only the rows of the NProbe IVF
 // partitions (BuildIVF) whose centroids are nearest the query, from a
 // copy of their vectors grouped by partition in ivf.bin, with the same
