@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestKernels checks the float32, float16 and int8 scan kernels (the assembly ones
-// where this processor runs them, and the portable ones) against a
-// float64 dot product, for dimensions that do and do not fill the
-// assembly's blocks of 32 and 8.
+// TestKernels checks the float32, float16 and int8 scan kernels (the
+// assembly ones where this processor runs them, and the portable ones)
+// against a float64 dot product, for dimensions that do and do not fill
+// the assembly's blocks of 32 and 8.
 func TestKernels(t *testing.T) {
 	t.Logf("assembly kernels: float32 and int8 %v, float16 %v", simdAVX2, simdF16)
 	rng := rand.New(rand.NewPCG(5, 6))
